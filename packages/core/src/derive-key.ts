@@ -1,0 +1,186 @@
+import { canonicalize, sha256 } from './canonicalize.js';
+import { InvalidInputError } from './errors/index.js';
+
+/** Version prefix of every key. Bumped only with a new key format (golden vectors pin v1). */
+export const KEY_VERSION = 'v1';
+
+/** Limits on key parts. */
+export const KEY_LIMITS = {
+  toolName: 128,
+  turnId: 512,
+  scope: 256,
+  /** Canonical JSON bytes of a business key. */
+  businessKey: 1024,
+} as const;
+
+/** @default 1 MiB of canonical JSON */
+export const DEFAULT_MAX_ARGS_BYTES = 1024 * 1024;
+
+export interface KeyInput {
+  /** The tool's name. 1-128 characters, no control characters. */
+  toolName: string;
+  /**
+   * The conversation turn: the same logical call in the same turn gets the same key. NOT the
+   * provider's tool-call id, which is new on every retry. Required unless `businessKey` is given.
+   */
+  turnId?: string | undefined;
+  /** Tenant / user / workspace. Records of one scope are never seen from another. */
+  scope?: string | undefined;
+  /** The tool's arguments (JSON). Always fingerprinted, also with a business key. */
+  args: unknown;
+  /**
+   * The identity of the operation when the arguments are not (create-or-get by email, an
+   * external id). The key is then scope + tool name + business key: the turn is not part of it
+   * unless you include it. A repeat with the same business key and other args is drift.
+   */
+  businessKey?: unknown;
+}
+
+export interface DerivedKey {
+  /** `v1_` + 43 base64url characters: ASCII, header-safe, fits Redis and SQL keys. */
+  key: string;
+  /** SHA-256 (base64url) of the canonical args. */
+  fingerprint: string;
+}
+
+export interface DeriveKeyOptions {
+  /** Largest accepted canonical args, in UTF-8 bytes. @default 1048576 (1 MiB) */
+  maxArgsBytes?: number;
+}
+
+// C0 and C1 control characters.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+function checkPart(field: string, value: unknown, max: number, noControl: boolean): string {
+  if (typeof value !== 'string') {
+    throw new InvalidInputError({
+      field,
+      message: `${field} must be a string, got ${value === null ? 'null' : typeof value}. Pass a non-empty string of at most ${max} characters.`,
+    });
+  }
+  if (value.length === 0) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} is empty. Pass a non-empty string of at most ${max} characters.`,
+    });
+  }
+  if (value.length > max) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} is ${value.length} characters long; the limit is ${max}. Pass a shorter ${field} (hash a long one yourself).`,
+    });
+  }
+  if (noControl && CONTROL.test(value)) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} contains a control character. Use printable characters only.`,
+    });
+  }
+  if (!value.isWellFormed()) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} contains a lone surrogate (malformed UTF-16). Pass well-formed text.`,
+    });
+  }
+  return value;
+}
+
+function canonicalizeBusinessKey(value: unknown): string {
+  try {
+    return canonicalize(value);
+  } catch (error) {
+    if (!InvalidInputError.isInstance(error)) throw error;
+    throw new InvalidInputError({
+      field: 'businessKey',
+      message: error.message.replace(/\bargs\b/, 'businessKey'),
+      cause: error,
+    });
+  }
+}
+
+/** Validate a turn id / scope / tool name (typed error otherwise). */
+export function validateKeyParts(input: {
+  toolName: unknown;
+  turnId?: unknown;
+  scope?: unknown;
+  requireTurnId: boolean;
+}): void {
+  checkPart('toolName', input.toolName, KEY_LIMITS.toolName, true);
+  if (input.turnId !== undefined || input.requireTurnId) {
+    if (input.turnId === undefined) {
+      throw new InvalidInputError({
+        field: 'turnId',
+        message:
+          'turnId is missing. Pass the id of the conversation turn (e.g. the id of the last user message), not the tool-call id, or give the tool a businessKey.',
+      });
+    }
+    checkPart('turnId', input.turnId, KEY_LIMITS.turnId, false);
+  }
+  if (input.scope !== undefined) checkPart('scope', input.scope, KEY_LIMITS.scope, false);
+}
+
+/**
+ * Derive the idempotency key of one tool call (DESIGN section 3).
+ *
+ * The key is `v1_` + base64url(SHA-256(canonical JSON array of the parts)), where the parts are
+ * `["idempotent-tools/key", "v1", scope | null, "turn", turnId, toolName, fingerprint]`, or with a
+ * business key `["idempotent-tools/key", "v1", scope | null, "business", toolName, businessKey]`.
+ * Hashing a canonical array joins the parts unambiguously. Golden vectors pin the output.
+ *
+ * @throws InvalidInputError on an empty, oversized or non-string part, non-JSON args, or args
+ * over `maxArgsBytes`. Nothing is stored.
+ */
+export function deriveKey(input: KeyInput, options: DeriveKeyOptions = {}): DerivedKey {
+  if (input === null || typeof input !== 'object') {
+    throw new InvalidInputError({
+      field: 'input',
+      message: 'deriveKey needs an object { toolName, turnId, scope?, args, businessKey? }.',
+    });
+  }
+  const hasBusinessKey = input.businessKey !== undefined;
+  validateKeyParts({
+    toolName: input.toolName,
+    turnId: input.turnId,
+    scope: input.scope,
+    requireTurnId: !hasBusinessKey,
+  });
+  if (input.args === undefined) {
+    throw new InvalidInputError({
+      field: 'args',
+      message: 'args is undefined. Pass the tool arguments as JSON (use {} for a tool without arguments).',
+    });
+  }
+  const maxArgsBytes = options.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
+  const canonicalArgs = canonicalize(input.args);
+  // A UTF-16 unit is at most 3 UTF-8 bytes: count bytes only when it can matter.
+  if (canonicalArgs.length * 3 > maxArgsBytes && Buffer.byteLength(canonicalArgs) > maxArgsBytes) {
+    throw new InvalidInputError({
+      field: 'args',
+      message: `args are ${Buffer.byteLength(canonicalArgs)} bytes of JSON; the limit is ${maxArgsBytes}. Pass a smaller payload (a reference instead of the data) or raise maxArgsBytes.`,
+    });
+  }
+  const fingerprint = sha256(canonicalArgs);
+  const scope = input.scope ?? null;
+  let parts: string;
+  if (hasBusinessKey) {
+    const business = canonicalizeBusinessKey(input.businessKey);
+    if (business === '""' || Buffer.byteLength(business) > KEY_LIMITS.businessKey) {
+      throw new InvalidInputError({
+        field: 'businessKey',
+        message: `businessKey must be non-empty JSON of at most ${KEY_LIMITS.businessKey} bytes. Use a stable identifier such as an email or an external id.`,
+      });
+    }
+    parts = `["idempotent-tools/key","${KEY_VERSION}",${canonicalize(scope)},"business",${canonicalize(input.toolName)},${business}]`;
+  } else {
+    parts = canonicalize([
+      'idempotent-tools/key',
+      KEY_VERSION,
+      scope,
+      'turn',
+      input.turnId,
+      input.toolName,
+      fingerprint,
+    ]);
+  }
+  return { key: `${KEY_VERSION}_${sha256(parts)}`, fingerprint };
+}

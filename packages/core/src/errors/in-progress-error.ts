@@ -1,0 +1,25 @@
+import { hasMarker, IdempotencyError } from './idempotency-error.js';
+
+const symbol = Symbol.for('idempotent-tools.error.InProgressError');
+
+/** The same call is running elsewhere (HTTP 409 semantics) and its outcome was not ready in time. Nothing ran here; wait and retry the same call to get its outcome. */
+export class InProgressError extends IdempotencyError {
+  private readonly [symbol] = true;
+  /** When the running holder's lease runs out (ms since epoch), if known. */
+  readonly leaseExpiresAt: number | undefined;
+
+  constructor(options: {
+    message: string;
+    key?: string | undefined;
+    cause?: unknown;
+    leaseExpiresAt?: number | undefined;
+  }) {
+    super({ ...options, code: 'in_progress', retryable: true });
+    this.name = 'InProgressError';
+    this.leaseExpiresAt = options.leaseExpiresAt;
+  }
+
+  static override isInstance(error: unknown): error is InProgressError {
+    return hasMarker(error, symbol);
+  }
+}

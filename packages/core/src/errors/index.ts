@@ -1,0 +1,8 @@
+export { DriftError } from './drift-error.js';
+export { type IdempotencyErrorCode, IdempotencyError } from './idempotency-error.js';
+export { InProgressError } from './in-progress-error.js';
+export { InvalidInputError } from './invalid-input-error.js';
+export { OutcomeUnknownError } from './outcome-unknown-error.js';
+export { PersistFailedError } from './persist-failed-error.js';
+export { ReplayedFailureError } from './replayed-failure-error.js';
+export { StoreUnavailableError } from './store-unavailable-error.js';

@@ -1,0 +1,671 @@
+import { randomUUID } from 'node:crypto';
+import { DEFAULT_MAX_ARGS_BYTES, type DerivedKey, deriveKey } from './derive-key.js';
+import {
+  DriftError,
+  IdempotencyError,
+  InProgressError,
+  InvalidInputError,
+  OutcomeUnknownError,
+  PersistFailedError,
+  ReplayedFailureError,
+  StoreUnavailableError,
+} from './errors/index.js';
+import type { CallOutcome, EventHandler, IdempotencyEvent } from './events.js';
+import type { ClaimResult, IdempotencyRecord, IdempotencyStore } from './store.js';
+
+const HOUR = 60 * 60 * 1000;
+/** Largest duration accepted for ttl / lease / waitTimeout: 366 days. */
+const MAX_DURATION = 366 * 24 * HOUR;
+
+/** Defaults of the executor's per-tool options. */
+export const DEFAULTS = {
+  ttl: 24 * HOUR,
+  lease: 30_000,
+  waitTimeout: 30_000,
+  onDrift: 'reject',
+  onInProgress: 'wait',
+  onStale: 'outcome-unknown',
+} as const;
+
+/** One tool call: what identifies it. */
+export interface Call<Args = unknown> {
+  toolName: string;
+  /** The conversation turn (not the provider's tool-call id). Required unless a business key is used. */
+  turnId?: string | undefined;
+  /** Tenant / user. Records of one scope are invisible to another. */
+  scope?: string | undefined;
+  args: Args;
+}
+
+/** What the tool function receives besides its arguments. */
+export interface ExecutionContext {
+  /** The idempotency key: send it on as the vendor's `Idempotency-Key`. */
+  key: string;
+  toolName: string;
+  turnId: string | undefined;
+  scope: string | undefined;
+  /** Aborted when this attempt lost its claim (its lease was taken over): stop side effects. */
+  signal: AbortSignal;
+}
+
+/** What `reconcile` is given: the stale record and the call. */
+export interface ReconcileContext<Args> {
+  key: string;
+  args: Args;
+  toolName: string;
+  turnId: string | undefined;
+  scope: string | undefined;
+  /** The stale `in_progress` record: when the unfinished attempt started, its token. */
+  record: IdempotencyRecord;
+}
+
+/**
+ * The answer of `reconcile`: `{ found: true, value }` (the effect happened: adopt `value` as the
+ * outcome), `{ found: false }` (it certainly did not happen: run the tool), or `undefined`
+ * (cannot tell: the call fails with `OutcomeUnknownError`).
+ */
+export type Reconciliation<Result> = { found: true; value: Result } | { found: false } | undefined;
+
+/** Per-tool policy. Every field is optional; the executor's options give the defaults. */
+export interface ToolPolicy<Args = unknown, Result = unknown> {
+  /** How long an outcome is kept, in ms. @default 86400000 (24 h) */
+  ttl?: number;
+  /** How long a running call holds its claim before it counts as stale, in ms; renewed while the tool runs. @default 30000 */
+  lease?: number;
+  /**
+   * The identity of the call when the arguments are not: e.g. `(args) => args.email`. The key is
+   * then scope + tool name + this value (the turn is not part of it unless you return it too).
+   * @default undefined (full args + turn id)
+   */
+  businessKey?: (args: Args, call: Call<Args>) => unknown;
+  /** Business key matches, args differ: `'reject'` (DriftError) or `'replay'` the stored outcome. @default 'reject' */
+  onDrift?: 'reject' | 'replay';
+  /** A duplicate is running: `'wait'` for its outcome and replay it, or `'reject'` at once (InProgressError). @default 'wait' */
+  onInProgress?: 'wait' | 'reject';
+  /** Longest wait for a running duplicate, in ms; then InProgressError. @default 30000 */
+  waitTimeout?: number;
+  /**
+   * An earlier attempt died mid-way (stale record). Look the effect up (e.g. at the vendor, by
+   * the key) and say what you found. Runs before `onStale`.
+   */
+  reconcile?: (context: ReconcileContext<Args>) => Promise<Reconciliation<Result>>;
+  /**
+   * A stale record that `reconcile` could not settle: `'outcome-unknown'` fails the call
+   * (OutcomeUnknownError); `'reexecute'` runs the tool again, only safe when the vendor
+   * dedupes by the key you sent it. @default 'outcome-unknown'
+   */
+  onStale?: 'outcome-unknown' | 'reexecute';
+  /** Errors for which this returns true are stored and replayed (not retried). @default () => false */
+  isTerminalError?: (error: unknown) => boolean;
+}
+
+export interface IdempotencyOptions extends Omit<ToolPolicy, 'businessKey' | 'reconcile'> {
+  /** Where records live. */
+  store: IdempotencyStore;
+  /** Receives one event per call. Exceptions it throws are ignored. */
+  onEvent?: EventHandler;
+  /** Largest accepted args, in bytes of canonical JSON. @default 1048576 */
+  maxArgsBytes?: number;
+}
+
+/** The outcome of a call. */
+export interface IdempotentResult<Result> {
+  value: Result;
+  /** True when the value is a stored outcome and the tool did not run for this call. */
+  replayed: boolean;
+  key: string;
+  outcome: 'executed' | 'replayed' | 'waited' | 'reconciled';
+}
+
+export type ToolFunction<Args, Result> = (
+  args: Args,
+  context: ExecutionContext,
+) => Result | Promise<Result>;
+
+export interface Idempotency {
+  /** Run one call idempotently: a lookup first, the tool only when no outcome is stored. */
+  run<Args, Result>(
+    call: Call<Args>,
+    fn: ToolFunction<Args, Result>,
+    policy?: ToolPolicy<Args, Result>,
+  ): Promise<IdempotentResult<Result>>;
+  /** Wrap a function once; call it with the args and the call's turn / scope. */
+  wrap<Args, Result>(
+    toolName: string,
+    fn: ToolFunction<Args, Result>,
+    policy?: ToolPolicy<Args, Result>,
+  ): (
+    args: Args,
+    call: { turnId?: string | undefined; scope?: string | undefined },
+  ) => Promise<IdempotentResult<Result>>;
+  /** Derive the key a call would use (validates the input; touches no store). */
+  keyOf<Args>(call: Call<Args>, policy?: { businessKey?: ToolPolicy<Args>['businessKey'] | undefined }): DerivedKey;
+  readonly store: IdempotencyStore;
+}
+
+interface StoredOutcome {
+  v?: unknown;
+  e?: { name: string; message: string; code?: string };
+}
+
+function checkDuration(field: string, value: unknown): number {
+  if (
+    typeof value !== 'number' ||
+    !Number.isInteger(value) ||
+    value <= 0 ||
+    value > MAX_DURATION
+  ) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} must be a whole number of milliseconds between 1 and ${MAX_DURATION} (366 days), got ${String(value)}.`,
+    });
+  }
+  return value;
+}
+
+function checkChoice<T extends string>(field: string, value: unknown, choices: readonly T[]): T {
+  if (!choices.includes(value as T)) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} must be one of ${choices.map((c) => `'${c}'`).join(', ')}, got ${String(value)}.`,
+    });
+  }
+  return value as T;
+}
+
+interface ResolvedPolicy<Args, Result> {
+  ttl: number;
+  lease: number;
+  waitTimeout: number;
+  onDrift: 'reject' | 'replay';
+  onInProgress: 'wait' | 'reject';
+  onStale: 'outcome-unknown' | 'reexecute';
+  businessKey: ((args: Args, call: Call<Args>) => unknown) | undefined;
+  reconcile: ((context: ReconcileContext<Args>) => Promise<Reconciliation<Result>>) | undefined;
+  isTerminalError: ((error: unknown) => boolean) | undefined;
+}
+
+function resolvePolicy<Args, Result>(
+  defaults: Omit<ToolPolicy, 'businessKey' | 'reconcile'>,
+  policy: ToolPolicy<Args, Result>,
+): ResolvedPolicy<Args, Result> {
+  const fn = <F>(field: string, value: F | undefined): F | undefined => {
+    if (value !== undefined && typeof value !== 'function') {
+      throw new InvalidInputError({ field, message: `${field} must be a function.` });
+    }
+    return value;
+  };
+  return {
+    ttl: checkDuration('ttl', (policy.ttl ?? defaults.ttl) ?? DEFAULTS.ttl),
+    lease: checkDuration('lease', (policy.lease ?? defaults.lease) ?? DEFAULTS.lease),
+    waitTimeout: checkDuration('waitTimeout', (policy.waitTimeout ?? defaults.waitTimeout) ?? DEFAULTS.waitTimeout),
+    onDrift: checkChoice('onDrift', (policy.onDrift ?? defaults.onDrift) ?? DEFAULTS.onDrift, ['reject', 'replay']),
+    onInProgress: checkChoice('onInProgress', (policy.onInProgress ?? defaults.onInProgress) ?? DEFAULTS.onInProgress, [
+      'wait',
+      'reject',
+    ]),
+    onStale: checkChoice('onStale', (policy.onStale ?? defaults.onStale) ?? DEFAULTS.onStale, [
+      'outcome-unknown',
+      'reexecute',
+    ]),
+    businessKey: fn('businessKey', policy.businessKey),
+    reconcile: fn('reconcile', policy.reconcile),
+    isTerminalError: fn('isTerminalError', policy.isTerminalError ?? defaults.isTerminalError),
+  };
+}
+
+function describeError(error: unknown): { name: string; message: string; code?: string } {
+  if (error instanceof Error || (error !== null && typeof error === 'object')) {
+    const e = error as { name?: unknown; message?: unknown; code?: unknown };
+    const out: { name: string; message: string; code?: string } = {
+      name: typeof e.name === 'string' ? e.name : 'Error',
+      message: typeof e.message === 'string' ? e.message : String(error),
+    };
+    if (typeof e.code === 'string') out.code = e.code;
+    return out;
+  }
+  return { name: 'Error', message: String(error) };
+}
+
+function decode(record: IdempotencyRecord): StoredOutcome {
+  try {
+    return JSON.parse(record.outcome ?? '{}') as StoredOutcome;
+  } catch (cause) {
+    throw new PersistFailedError({
+      key: record.key,
+      reason: 'store_error',
+      cause,
+      message: `The stored outcome of ${record.key} is not valid JSON: the store returned a corrupt record. Inspect it, delete it, then retry.`,
+    });
+  }
+}
+
+/**
+ * The executor (DESIGN section 6): one state machine for every tool and vendor call.
+ *
+ * ```ts
+ * const idempotency = createIdempotency({ store: createMemoryStore() });
+ * const { value, replayed } = await idempotency.run(
+ *   { toolName: 'charge', turnId, args },
+ *   (args, ctx) => payments.charge(args, { idempotencyKey: ctx.key }),
+ * );
+ * ```
+ */
+export function createIdempotency(options: IdempotencyOptions): Idempotency {
+  if (options === null || typeof options !== 'object' || options.store == null) {
+    throw new InvalidInputError({
+      field: 'store',
+      message: 'createIdempotency needs { store }: e.g. createIdempotency({ store: createMemoryStore() }).',
+    });
+  }
+  const { store, onEvent, maxArgsBytes = DEFAULT_MAX_ARGS_BYTES, ...defaults } = options;
+  if (store.specificationVersion !== 'v1') {
+    throw new InvalidInputError({
+      field: 'store',
+      message: `The store implements contract ${String(store.specificationVersion)}; this version of @idempotent-tools/core needs 'v1'. Upgrade the store package.`,
+    });
+  }
+  checkDuration('maxArgsBytes', maxArgsBytes);
+  // Validate the defaults once, so a bad option fails at creation.
+  resolvePolicy(defaults, {});
+
+  /** In-process wake-ups: waiters of this executor are woken when a call of it settles a key. */
+  const localWaiters = new Map<string, Set<() => void>>();
+  const wake = (key: string) => {
+    const set = localWaiters.get(key);
+    if (set === undefined) return;
+    localWaiters.delete(key);
+    for (const resolve of set) resolve();
+  };
+  const waitLocal = (key: string, timeoutMs: number): Promise<void> =>
+    new Promise((resolve) => {
+      let set = localWaiters.get(key);
+      if (set === undefined) {
+        set = new Set();
+        localWaiters.set(key, set);
+      }
+      const waiters = set;
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        done();
+        if (waiters.size === 0 && localWaiters.get(key) === waiters) localWaiters.delete(key);
+      }, timeoutMs);
+      waiters.add(done);
+    });
+
+  function emit(event: IdempotencyEvent): void {
+    if (onEvent === undefined) return;
+    try {
+      onEvent(event);
+    } catch {
+      // An observer must never break a call.
+    }
+  }
+
+  function keyOf<Args>(
+    call: Call<Args>,
+    policy: { businessKey?: ToolPolicy<Args>['businessKey'] | undefined } = {},
+  ): DerivedKey {
+    if (call === null || typeof call !== 'object') {
+      throw new InvalidInputError({
+        field: 'call',
+        message: 'A call is an object { toolName, turnId, scope?, args }.',
+      });
+    }
+    const businessKey =
+      policy.businessKey === undefined ? undefined : policy.businessKey(call.args, call);
+    if (policy.businessKey !== undefined && businessKey === undefined) {
+      throw new InvalidInputError({
+        field: 'businessKey',
+        message: `businessKey returned undefined for tool ${String(call.toolName)}. Return a stable identifier (e.g. the email) for every call.`,
+      });
+    }
+    return deriveKey(
+      {
+        toolName: call.toolName,
+        turnId: call.turnId,
+        scope: call.scope,
+        args: call.args,
+        businessKey,
+      },
+      { maxArgsBytes },
+    );
+  }
+
+  async function run<Args, Result>(
+    call: Call<Args>,
+    fn: ToolFunction<Args, Result>,
+    toolPolicy: ToolPolicy<Args, Result> = {},
+  ): Promise<IdempotentResult<Result>> {
+    if (typeof fn !== 'function') {
+      throw new InvalidInputError({ field: 'fn', message: 'The tool function must be a function.' });
+    }
+    const policy = resolvePolicy(defaults, toolPolicy);
+    const { key, fingerprint } = keyOf(call, policy);
+    const startedAt = Date.now();
+    let waitedMs = 0;
+    let finished = false;
+
+    /** Emit the call's one event. */
+    const finish = (outcome: CallOutcome, errorCode?: string) => {
+      if (finished) return;
+      finished = true;
+      const endedAt = Date.now();
+      const event: IdempotencyEvent = {
+        key,
+        toolName: call.toolName,
+        scope: call.scope,
+        turnId: call.turnId,
+        outcome,
+        store: store.name,
+        startedAt,
+        endedAt,
+        durationMs: endedAt - startedAt,
+      };
+      if (waitedMs > 0) event.waitedMs = waitedMs;
+      if (errorCode !== undefined) event.errorCode = errorCode;
+      emit(event);
+    };
+    const fail = (outcome: CallOutcome, error: IdempotencyError): never => {
+      finish(outcome, error.code);
+      throw error;
+    };
+    const storeCall = async <T>(what: string, op: () => Promise<T>): Promise<T> => {
+      try {
+        return await op();
+      } catch (cause) {
+        if (IdempotencyError.isInstance(cause)) throw cause;
+        throw new StoreUnavailableError({
+          key,
+          cause,
+          message: `The idempotency store (${store.name}) failed during ${what}: ${describeError(cause).message}. The tool did not run; retry the same call later.`,
+        });
+      }
+    };
+    const meta = {
+      toolName: call.toolName,
+      ...(call.scope === undefined ? {} : { scope: call.scope }),
+      ...(call.turnId === undefined ? {} : { turnId: call.turnId }),
+    };
+
+    const replay = (record: IdempotencyRecord): IdempotentResult<Result> => {
+      const stored = decode(record);
+      const outcome = waitedMs > 0 ? 'waited' : 'replayed';
+      if (record.state === 'failed' || stored.e !== undefined) {
+        const original = stored.e ?? { name: 'Error', message: 'unknown error' };
+        fail(
+          'failed',
+          new ReplayedFailureError({
+            key,
+            originalName: original.name,
+            originalMessage: original.message,
+            originalCode: original.code,
+            message: `This call failed before with a terminal error and is not run again: ${original.name}: ${original.message}. Change the arguments to try something else.`,
+          }),
+        );
+      }
+      finish(outcome);
+      return { value: stored.v as Result, replayed: true, key, outcome };
+    };
+
+    const execute = async (token: string): Promise<IdempotentResult<Result>> => {
+      const controller = new AbortController();
+      let renewing = true;
+      const renewEvery = Math.max(1, Math.floor(policy.lease / 3));
+      let renewTimer: NodeJS.Timeout | undefined;
+      const scheduleRenew = () => {
+        renewTimer = setTimeout(async () => {
+          try {
+            const owned = await store.renew(key, token, policy.lease);
+            if (!owned) {
+              renewing = false;
+              controller.abort(
+                new PersistFailedError({
+                  key,
+                  reason: 'lease_lost',
+                  message: `Another attempt took over ${key} while this one ran.`,
+                }),
+              );
+            }
+          } catch {
+            // The store is unreachable: keep trying while the tool runs.
+          }
+          if (renewing) scheduleRenew();
+        }, renewEvery);
+        renewTimer.unref?.();
+      };
+      scheduleRenew();
+      const stopRenew = () => {
+        renewing = false;
+        clearTimeout(renewTimer);
+      };
+
+      let value: Result;
+      try {
+        value = await fn(call.args, {
+          key,
+          toolName: call.toolName,
+          turnId: call.turnId,
+          scope: call.scope,
+          signal: controller.signal,
+        });
+      } catch (error) {
+        stopRenew();
+        if (policy.isTerminalError?.(error) === true) {
+          const outcome = JSON.stringify({ e: describeError(error) } satisfies StoredOutcome);
+          await store
+            .complete({ key, token, state: 'failed', outcome, ttlMs: policy.ttl })
+            .catch(() => false);
+        } else {
+          // Retryable: free the key so a retry may run. If this fails the record goes stale,
+          // which is the safe side (a retry meets outcome-unknown, never a blind re-run).
+          await store.release(key, token).catch(() => false);
+        }
+        wake(key);
+        finish('failed', IdempotencyError.isInstance(error) ? error.code : 'tool_error');
+        throw error;
+      }
+      stopRenew();
+
+      let encoded: string;
+      try {
+        encoded = JSON.stringify({ v: value } satisfies StoredOutcome);
+      } catch (cause) {
+        const message = `The result of ${call.toolName} is not JSON (${describeError(cause).message}), so it cannot be stored and replayed. The tool did run: its effect is kept as a failure so it is not repeated. Return plain JSON from the tool.`;
+        await store
+          .complete({
+            key,
+            token,
+            state: 'failed',
+            outcome: JSON.stringify({ e: { name: 'PersistFailedError', message } }),
+            ttlMs: policy.ttl,
+          })
+          .catch(() => false);
+        wake(key);
+        return fail('persist-failed', new PersistFailedError({ key, reason: 'store_error', cause, message }));
+      }
+      let owned: boolean;
+      try {
+        owned = await store.complete({
+          key,
+          token,
+          state: 'completed',
+          outcome: encoded,
+          ttlMs: policy.ttl,
+        });
+      } catch (cause) {
+        wake(key);
+        return fail(
+          'persist-failed',
+          new PersistFailedError({
+            key,
+            reason: 'store_error',
+            cause,
+            message: `${call.toolName} ran, but its outcome could not be stored (${describeError(cause).message}). Retry the same call: it will find the unfinished attempt and not repeat the effect blindly.`,
+          }),
+        );
+      }
+      wake(key);
+      if (!owned) {
+        return fail(
+          'persist-failed',
+          new PersistFailedError({
+            key,
+            reason: 'lease_lost',
+            message: `${call.toolName} ran, but another attempt took the call over meanwhile (the lease of ${policy.lease} ms ran out), so this outcome was not stored. Retry the same call to get the stored outcome.`,
+          }),
+        );
+      }
+      finish('executed');
+      return { value, replayed: false, key, outcome: 'executed' };
+    };
+
+    const handleStale = async (
+      record: IdempotencyRecord,
+    ): Promise<IdempotentResult<Result> | 'retry'> => {
+      let found: Reconciliation<Result>;
+      let reconcileError: unknown;
+      if (policy.reconcile !== undefined) {
+        try {
+          found = await policy.reconcile({
+            key,
+            args: call.args,
+            toolName: call.toolName,
+            turnId: call.turnId,
+            scope: call.scope,
+            record,
+          });
+        } catch (error) {
+          // A failed look-up settles nothing: treat it as "cannot tell".
+          reconcileError = error;
+        }
+      }
+      const mayRun = found?.found === false || (found === undefined && policy.onStale === 'reexecute');
+      if (found?.found !== true && !mayRun) {
+        return fail(
+          'outcome-unknown',
+          new OutcomeUnknownError({
+            key,
+            cause: reconcileError,
+            startedAt: record.createdAt,
+            message: `An earlier attempt of ${call.toolName} started at ${new Date(record.createdAt).toISOString()} and never finished: its effect may or may not have happened. It was not run again. Check whether it took effect before acting; do not retry blindly.`,
+          }),
+        );
+      }
+      const token = randomUUID();
+      const taken = await storeCall('takeover', () =>
+        store.takeover({
+          key,
+          staleToken: record.token,
+          token,
+          leaseMs: policy.lease,
+          ttlMs: policy.ttl,
+        }),
+      );
+      if (!taken) return 'retry';
+      if (found?.found === true) {
+        let encoded: string;
+        try {
+          encoded = JSON.stringify({ v: found.value } satisfies StoredOutcome);
+        } catch (cause) {
+          await store.release(key, token).catch(() => false);
+          throw new InvalidInputError({
+            key,
+            field: 'reconcile',
+            cause,
+            message: 'reconcile returned a value that is not JSON. Return plain JSON.',
+          });
+        }
+        const owned = await storeCall('complete', () =>
+          store.complete({ key, token, state: 'completed', outcome: encoded, ttlMs: policy.ttl }),
+        );
+        wake(key);
+        if (!owned) return 'retry';
+        finish('reconciled');
+        return { value: found.value, replayed: true, key, outcome: 'reconciled' };
+      }
+      return execute(token);
+    };
+
+    const deadline = startedAt + policy.waitTimeout;
+    let pollMs = 2;
+    try {
+      for (;;) {
+        const token = randomUUID();
+        const claim: ClaimResult = await storeCall('claim', () =>
+          store.claim({
+            key,
+            fingerprint,
+            token,
+            leaseMs: policy.lease,
+            ttlMs: policy.ttl,
+            meta,
+          }),
+        );
+        switch (claim.status) {
+          case 'acquired':
+            return await execute(token);
+          case 'completed':
+            return replay(claim.record);
+          case 'drift':
+            if (policy.onDrift === 'replay' && claim.record.state !== 'in_progress') {
+              return replay(claim.record);
+            }
+            return fail(
+              'drift',
+              new DriftError({
+                key,
+                fingerprint,
+                storedFingerprint: claim.record.fingerprint,
+                message: `${call.toolName} was already called with this business key but other arguments. Nothing ran. Repeat the original arguments, or use a new business key for a new operation.`,
+              }),
+            );
+          case 'stale': {
+            const result = await handleStale(claim.record);
+            if (result !== 'retry') return result;
+            continue;
+          }
+          case 'in_progress': {
+            const now = Date.now();
+            if (policy.onInProgress === 'reject' || now >= deadline) {
+              return fail(
+                'in-progress',
+                new InProgressError({
+                  key,
+                  leaseExpiresAt: claim.record.leaseExpiresAt,
+                  message: `${call.toolName} is already running for this call${policy.onInProgress === 'wait' ? ` and did not finish within ${policy.waitTimeout} ms` : ''}. Nothing ran again. Wait, then retry the same call to get its outcome.`,
+                }),
+              );
+            }
+            // Wake on: this process settling the key, the store's push, the lease running out,
+            // or an adaptive poll for stores that cannot push across processes.
+            const untilStale = Math.max(1, claim.record.leaseExpiresAt - now + 1);
+            const poll = store.capabilities.notifiesChanges ? untilStale : pollMs;
+            const timeout = Math.max(1, Math.min(deadline - now, untilStale, poll));
+            const waits = [waitLocal(key, timeout)];
+            if (store.waitForChange !== undefined) waits.push(store.waitForChange(key, timeout));
+            await Promise.race(waits);
+            pollMs = Math.min(pollMs * 2, 100);
+            waitedMs = Date.now() - startedAt;
+            continue;
+          }
+        }
+      }
+    } catch (error) {
+      if (StoreUnavailableError.isInstance(error)) fail('store-unavailable', error);
+      throw error;
+    }
+  }
+
+  return {
+    store,
+    run,
+    keyOf,
+    wrap: (toolName, fn, policy) => (args, call) =>
+      run({ toolName, turnId: call.turnId, scope: call.scope, args }, fn, policy),
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * The store contract (DESIGN section 5). Every store (memory, SQLite, Redis, PostgreSQL, yours)
+ * implements this interface and passes the conformance suite of `@idempotent-tools/testing`.
+ *
+ * Times are milliseconds. `expiresAt`, `leaseExpiresAt`, `createdAt` and `completedAt` are
+ * milliseconds since the Unix epoch on the store's clock.
+ */
+
+/** The states of a stored record (DESIGN section 4). A released record is deleted. */
+export type RecordState = 'in_progress' | 'completed' | 'failed';
+
+/** What a store keeps under one key. */
+export interface IdempotencyRecord {
+  /** The idempotency key. */
+  key: string;
+  state: RecordState;
+  /** SHA-256 (base64url) of the canonical args: drift detection for business keys. */
+  fingerprint: string;
+  /** Owner (fencing) token of the attempt that claimed the record last. */
+  token: string;
+  /** When the owner's lease runs out. Meaningful while `in_progress`; past it the record is stale. */
+  leaseExpiresAt: number;
+  /** When the record disappears (the retention TTL). */
+  expiresAt: number;
+  /** When the record was first claimed. Kept across takeovers. */
+  createdAt: number;
+  /** When the outcome was stored (`completed` / `failed`). */
+  completedAt?: number;
+  /**
+   * The stored outcome, serialised by the executor (opaque to the store). Present when
+   * `completed` or `failed`.
+   */
+  outcome?: string;
+  /** Descriptive fields for inspection (tool name, scope, turn id). Never part of the identity. */
+  meta?: RecordMeta;
+}
+
+/** Descriptive fields stored with a record, for inspection and audit. */
+export interface RecordMeta {
+  toolName?: string;
+  scope?: string;
+  turnId?: string;
+}
+
+export interface ClaimInput {
+  key: string;
+  /** Fingerprint of this call's args; compared with the stored one for drift. */
+  fingerprint: string;
+  /** The new owner token, used if the claim is acquired. Unique per attempt. */
+  token: string;
+  /** How long the claim is held before it counts as stale. */
+  leaseMs: number;
+  /** How long the record is kept (from now, and again from completion). */
+  ttlMs: number;
+  meta?: RecordMeta;
+}
+
+/**
+ * The one answer of `claim`. Exactly one of:
+ * - `acquired`: no live record existed; this caller owns a new `in_progress` record.
+ * - `completed`: a finished record (state `completed` or `failed`) with the same fingerprint: replay it.
+ * - `in_progress`: a live attempt with the same fingerprint holds the record.
+ * - `stale`: an `in_progress` record with the same fingerprint whose lease ran out.
+ * - `drift`: a live record (any state) whose fingerprint differs from this call's.
+ */
+export type ClaimResult =
+  | { status: 'acquired'; token: string; record: IdempotencyRecord }
+  | { status: 'completed'; record: IdempotencyRecord }
+  | { status: 'in_progress'; record: IdempotencyRecord }
+  | { status: 'stale'; record: IdempotencyRecord }
+  | { status: 'drift'; record: IdempotencyRecord };
+
+export interface CompleteInput {
+  key: string;
+  /** The owner token from the claim (or takeover). The write is fenced by it. */
+  token: string;
+  state: 'completed' | 'failed';
+  outcome: string;
+  /** Retention, counted from now. */
+  ttlMs: number;
+}
+
+export interface TakeoverInput {
+  key: string;
+  /** The token of the stale record being taken over (fence: it must still be the owner). */
+  staleToken: string;
+  /** The new owner token. */
+  token: string;
+  leaseMs: number;
+  ttlMs: number;
+}
+
+/** Optional features a store may have; the executor and the conformance suite read them. */
+export interface StoreCapabilities {
+  /**
+   * `waitForChange` resolves promptly on every change made through any client of the backing
+   * engine (other processes included), not only on timeout: waiters need not poll.
+   */
+  notifiesChanges: boolean;
+  /** Records survive a restart of the process (and of the engine, where the engine persists). */
+  durable: boolean;
+}
+
+/**
+ * The store contract. Every write after `claim` is fenced: it succeeds only if `token` still owns
+ * the record, and returns `false` otherwise. Expired records (past `expiresAt`) are invisible.
+ * Errors reaching the engine must be thrown as `StoreUnavailableError`.
+ */
+export interface IdempotencyStore {
+  /** Version of this contract the store implements. */
+  readonly specificationVersion: 'v1';
+  /** Short name for logs and events, e.g. `memory`, `redis`. */
+  readonly name: string;
+  readonly capabilities: StoreCapabilities;
+
+  /** One atomic step: create an `in_progress` record, or report what is there. */
+  claim(input: ClaimInput): Promise<ClaimResult>;
+  /** Store the outcome (fenced). `false`: the token no longer owns the record. */
+  complete(input: CompleteInput): Promise<boolean>;
+  /** Delete the record so the call may run again (fenced). */
+  release(key: string, token: string): Promise<boolean>;
+  /** Extend the lease of a running attempt (fenced; only while `in_progress`). */
+  renew(key: string, token: string, leaseMs: number): Promise<boolean>;
+  /**
+   * Atomically take over a stale record: only if it is still `in_progress`, still owned by
+   * `staleToken`, and its lease has run out. The record stays `in_progress` under the new token.
+   */
+  takeover(input: TakeoverInput): Promise<boolean>;
+  /** Read a live record (inspection; not used on the hot path). */
+  get(key: string): Promise<IdempotencyRecord | undefined>;
+  /**
+   * Resolve when the record at `key` may have changed (completed, released, deleted), or after
+   * `timeoutMs`, whichever comes first. A store without push notification may resolve on timeout
+   * only; the executor re-claims after it either way.
+   */
+  waitForChange?(key: string, timeoutMs: number): Promise<void>;
+  /** Delete expired records now. Returns how many were removed. */
+  purgeExpired?(): Promise<number>;
+  /** Release resources the store itself created (never the user's client). */
+  close?(): Promise<void>;
+}
