@@ -5,8 +5,8 @@
 import {
   createIdempotency,
   createMemoryStore,
-  type IdempotencyEvent,
   IdempotencyError,
+  type IdempotencyEvent,
   type IdempotencyStore,
 } from '@idempotent-tools/core';
 
@@ -14,7 +14,11 @@ import {
 export class PaymentVendor {
   readonly charges: Array<{ id: string; customer: string; amount: number }> = [];
   charge(customer: string, amount: number) {
-    const charge = { id: `ch_${String(this.charges.length + 1).padStart(4, '0')}`, customer, amount };
+    const charge = {
+      id: `ch_${String(this.charges.length + 1).padStart(4, '0')}`,
+      customer,
+      amount,
+    };
     this.charges.push(charge);
     return charge;
   }
@@ -81,14 +85,16 @@ export async function runDemo(
       if (loseReply) throw new Error('socket hang up (the reply never reached the agent)');
       return JSON.stringify({ ...(result.value as object), replayed: result.replayed });
     } catch (error) {
-      if (IdempotencyError.isInstance(error)) return JSON.stringify({ error: error.code, message: error.message });
+      if (IdempotencyError.isInstance(error))
+        return JSON.stringify({ error: error.code, message: error.message });
       throw error;
     }
   }
 
   const step = async (label: string, calls: ToolCall[], turnId: string, loseReply = false) => {
     say(`\n${label}`);
-    for (const c of calls) say(`  model   -> ${c.name}(${JSON.stringify(c.args)})  [tool call ${c.id}]`);
+    for (const c of calls)
+      say(`  model   -> ${c.name}(${JSON.stringify(c.args)})  [tool call ${c.id}]`);
     const results = await Promise.allSettled(calls.map((c) => toolMessage(c, turnId, loseReply)));
     for (const [i, r] of results.entries()) {
       const id = calls[i]?.id;
@@ -98,32 +104,65 @@ export async function runDemo(
   };
 
   const charge = { customer: 'cus_42', amount: 1999, currency: 'usd' };
-  say('idempotent-tools demo: one agent, a payment tool, and everything that goes wrong with retries');
+  say(
+    'idempotent-tools demo: one agent, a payment tool, and everything that goes wrong with retries',
+  );
 
-  await step('1. Turn t-100: the model charges a card; the tool runs, the reply is lost', [
-    { id: 'call_a1', name: 'charge_card', args: charge },
-  ], 't-100', true);
-  await step('2. The agent retries the same call (a new tool-call id, same turn): replayed', [
-    { id: 'call_a2', name: 'charge_card', args: { currency: 'usd', amount: 1999, customer: 'cus_42' } },
-  ], 't-100');
-  await step('3. The model emits the same call twice in one step, in parallel: one execution', [
-    { id: 'call_b1', name: 'charge_card', args: { ...charge, amount: 500 } },
-    { id: 'call_b2', name: 'charge_card', args: { ...charge, amount: 500 } },
-  ], 't-100');
-  await step('4. create_customer is keyed by email (a business key)', [
-    { id: 'call_c1', name: 'create_customer', args: { email: 'ada@example.com', name: 'Ada' } },
-  ], 't-100');
-  await step('5. A later turn asks again with the same email but another name: argument drift', [
-    { id: 'call_d1', name: 'create_customer', args: { email: 'ADA@example.com', name: 'Ada Lovelace' } },
-  ], 't-101');
-  await step('6. A new turn with the same charge arguments is a new intent: it runs', [
-    { id: 'call_e1', name: 'charge_card', args: charge },
-  ], 't-101');
+  await step(
+    '1. Turn t-100: the model charges a card; the tool runs, the reply is lost',
+    [{ id: 'call_a1', name: 'charge_card', args: charge }],
+    't-100',
+    true,
+  );
+  await step(
+    '2. The agent retries the same call (a new tool-call id, same turn): replayed',
+    [
+      {
+        id: 'call_a2',
+        name: 'charge_card',
+        args: { currency: 'usd', amount: 1999, customer: 'cus_42' },
+      },
+    ],
+    't-100',
+  );
+  await step(
+    '3. The model emits the same call twice in one step, in parallel: one execution',
+    [
+      { id: 'call_b1', name: 'charge_card', args: { ...charge, amount: 500 } },
+      { id: 'call_b2', name: 'charge_card', args: { ...charge, amount: 500 } },
+    ],
+    't-100',
+  );
+  await step(
+    '4. create_customer is keyed by email (a business key)',
+    [{ id: 'call_c1', name: 'create_customer', args: { email: 'ada@example.com', name: 'Ada' } }],
+    't-100',
+  );
+  await step(
+    '5. A later turn asks again with the same email but another name: argument drift',
+    [
+      {
+        id: 'call_d1',
+        name: 'create_customer',
+        args: { email: 'ADA@example.com', name: 'Ada Lovelace' },
+      },
+    ],
+    't-101',
+  );
+  await step(
+    '6. A new turn with the same charge arguments is a new intent: it runs',
+    [{ id: 'call_e1', name: 'charge_card', args: charge }],
+    't-101',
+  );
 
   const count = (outcome: string) => events.filter((e) => e.outcome === outcome).length;
   say('\nWhat the vendors saw');
-  say(`  payment vendor charges: ${vendor.charges.length} (${vendor.charges.map((c) => `${c.id} ${c.amount}`).join(', ')})`);
+  say(
+    `  payment vendor charges: ${vendor.charges.length} (${vendor.charges.map((c) => `${c.id} ${c.amount}`).join(', ')})`,
+  );
   say(`  CRM customers:          ${crm.customers.size}`);
-  say(`  tool calls: ${events.length}; executed ${count('executed')}, replayed ${count('replayed')}, waited+replayed ${count('waited')}, drift ${count('drift')}`);
+  say(
+    `  tool calls: ${events.length}; executed ${count('executed')}, replayed ${count('replayed')}, waited+replayed ${count('waited')}, drift ${count('drift')}`,
+  );
   return { charges: vendor.charges.length, customers: crm.customers.size, events, transcript };
 }

@@ -29,17 +29,28 @@ describe('golden vectors: a key never changes by accident', () => {
 
 describe('the key format', () => {
   test('is v1_ + SHA-256 (base64url) of the canonical parts array, recomputed independently', () => {
-    const { key, fingerprint } = deriveKey({ toolName: 'charge', turnId: 't1', args: { b: 2, a: 1 } });
+    const { key, fingerprint } = deriveKey({
+      toolName: 'charge',
+      turnId: 't1',
+      args: { b: 2, a: 1 },
+    });
     expect(fingerprint).toBe(sha('{"a":1,"b":2}'));
-    expect(key).toBe(`v1_${sha(`["idempotent-tools/key","v1",null,"turn","t1","charge","${fingerprint}"]`)}`);
+    expect(key).toBe(
+      `v1_${sha(`["idempotent-tools/key","v1",null,"turn","t1","charge","${fingerprint}"]`)}`,
+    );
     const business = deriveKey({ toolName: 'u', scope: 's', args: {}, businessKey: 'a@b.c' });
-    expect(business.key).toBe(`v1_${sha('["idempotent-tools/key","v1","s","business","u","a@b.c"]')}`);
+    expect(business.key).toBe(
+      `v1_${sha('["idempotent-tools/key","v1","s","business","u","a@b.c"]')}`,
+    );
   });
 
   test('is short, ASCII and header-safe for any input', () => {
     fc.assert(
       fc.property(
-        fc.string({ minLength: 1, maxLength: 128, unit: 'grapheme' }).filter((s) => !/[\u0000-\u001f\u007f-\u009f]/.test(s) && s.length <= 128),
+        fc
+          .string({ minLength: 1, maxLength: 128, unit: 'grapheme' })
+          // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+          .filter((s) => !/[\u0000-\u001f\u007f-\u009f]/.test(s) && s.length <= 128),
         fc.string({ minLength: 1, maxLength: 100, unit: 'binary' }).filter((s) => s.isWellFormed()),
         fc.option(fc.string({ minLength: 1, maxLength: 100 }), { nil: undefined }),
         fc.jsonValue(),
@@ -60,7 +71,11 @@ describe('the key format', () => {
     const d = deriveKey({ toolName: 'a', turnId: 'c', scope: 'b', args: {} }).key;
     expect(new Set([a, b, c, d]).size).toBe(4);
     // A tiny alphabet with separators makes near-collisions likely if joining were ambiguous.
-    const part = fc.string({ minLength: 1, maxLength: 6, unit: fc.constantFrom('a', 'b', ':', '|', '"', ',') });
+    const part = fc.string({
+      minLength: 1,
+      maxLength: 6,
+      unit: fc.constantFrom('a', 'b', ':', '|', '"', ','),
+    });
     const parts = fc.tuple(part, part, fc.option(part, { nil: undefined }));
     fc.assert(
       fc.property(parts, parts, ([t1, n1, s1], [t2, n2, s2]) => {
@@ -104,7 +119,11 @@ describe('bad input', () => {
     ['function in args', { toolName: 'a', turnId: 't', args: { f: () => 1 } }, 'args'],
     ['empty business key', { toolName: 'a', args: {}, businessKey: '' }, 'businessKey'],
     ['BigInt business key', { toolName: 'a', args: {}, businessKey: 1n }, 'businessKey'],
-    ['oversized business key', { toolName: 'a', args: {}, businessKey: 'x'.repeat(2000) }, 'businessKey'],
+    [
+      'oversized business key',
+      { toolName: 'a', args: {}, businessKey: 'x'.repeat(2000) },
+      'businessKey',
+    ],
   ];
   test.each(bad)('%s -> InvalidInputError on %s', (_name, input, field) => {
     expect(() => deriveKey(input as KeyInput)).toThrow(
@@ -118,9 +137,11 @@ describe('bad input', () => {
   });
 
   test('args over maxArgsBytes, counted in UTF-8 bytes', () => {
-    expect(() => deriveKey({ toolName: 'a', turnId: 't', args: 'é'.repeat(60) }, { maxArgsBytes: 100 })).toThrow(
-      /122 bytes of JSON; the limit is 100/,
-    );
-    expect(deriveKey({ toolName: 'a', turnId: 't', args: 'e'.repeat(60) }, { maxArgsBytes: 100 }).key).toMatch(/^v1_/);
+    expect(() =>
+      deriveKey({ toolName: 'a', turnId: 't', args: 'é'.repeat(60) }, { maxArgsBytes: 100 }),
+    ).toThrow(/122 bytes of JSON; the limit is 100/);
+    expect(
+      deriveKey({ toolName: 'a', turnId: 't', args: 'e'.repeat(60) }, { maxArgsBytes: 100 }).key,
+    ).toMatch(/^v1_/);
   });
 });

@@ -49,6 +49,7 @@ export interface DeriveKeyOptions {
 }
 
 // C0 and C1 control characters.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 function checkPart(field: string, value: unknown, max: number, noControl: boolean): string {
@@ -147,7 +148,8 @@ export function deriveKey(input: KeyInput, options: DeriveKeyOptions = {}): Deri
   if (input.args === undefined) {
     throw new InvalidInputError({
       field: 'args',
-      message: 'args is undefined. Pass the tool arguments as JSON (use {} for a tool without arguments).',
+      message:
+        'args is undefined. Pass the tool arguments as JSON (use {} for a tool without arguments).',
     });
   }
   const maxArgsBytes = options.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;

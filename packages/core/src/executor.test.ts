@@ -16,7 +16,10 @@ import type { IdempotencyStore } from './store.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function setup(options: Partial<IdempotencyOptions> = {}, store: MemoryStore = createMemoryStore()) {
+function setup(
+  options: Partial<IdempotencyOptions> = {},
+  store: MemoryStore = createMemoryStore(),
+) {
   const events: IdempotencyEvent[] = [];
   const idempotency = createIdempotency({
     store,
@@ -31,14 +34,18 @@ function setup(options: Partial<IdempotencyOptions> = {}, store: MemoryStore = c
   return { idempotency, store, events, charge, runs: () => runs };
 }
 
-const call = (args: unknown = { amount: 5 }, turnId = 'turn-1') => ({
+// biome-ignore lint/suspicious/noExplicitAny: tests pass all kinds of args, bad ones included
+const call = (args: any = { amount: 5 }, turnId = 'turn-1') => ({
   toolName: 'charge',
   turnId,
   args,
 });
 
 /** A store whose calls can be made to fail, to prove fail-closed and persist-failure paths. */
-function faultyStore(inner: IdempotencyStore, faults: Partial<Record<keyof IdempotencyStore, 'throw' | 'false'>>): IdempotencyStore {
+function faultyStore(
+  inner: IdempotencyStore,
+  faults: Partial<Record<keyof IdempotencyStore, 'throw' | 'false'>>,
+): IdempotencyStore {
   const wrap =
     (name: keyof IdempotencyStore) =>
     async (...args: unknown[]) => {
@@ -104,7 +111,9 @@ describe('fresh and replay', () => {
     const a = await chargeOnce({ amount: 9 }, { turnId: 't' });
     const b = await chargeOnce({ amount: 9 }, { turnId: 't' });
     expect([a.replayed, b.replayed, runs()]).toEqual([false, true, 1]);
-    expect(a.key).toBe(idempotency.keyOf({ toolName: 'charge', turnId: 't', args: { amount: 9 } }).key);
+    expect(a.key).toBe(
+      idempotency.keyOf({ toolName: 'charge', turnId: 't', args: { amount: 9 } }).key,
+    );
   });
 
   test('the tool sees its key, call and a live signal', async () => {
@@ -120,7 +129,10 @@ describe('fresh and replay', () => {
 });
 
 describe('business keys and drift', () => {
-  const createUser = async (args: { email: string; name: string }) => ({ id: `u:${args.email}`, name: args.name });
+  const createUser = async (args: { email: string; name: string }) => ({
+    id: `u:${args.email}`,
+    name: args.name,
+  });
   const policy = { businessKey: (args: { email: string }) => args.email };
 
   test('same business key in another turn replays; other args are drift and nothing runs', async () => {
@@ -128,7 +140,11 @@ describe('business keys and drift', () => {
     const fn = vi.fn(createUser);
     const args = { email: 'a@example.com', name: 'Ada' };
     await idempotency.run({ toolName: 'create_user', turnId: 't1', args }, fn, policy);
-    const again = await idempotency.run({ toolName: 'create_user', turnId: 't2', args }, fn, policy);
+    const again = await idempotency.run(
+      { toolName: 'create_user', turnId: 't2', args },
+      fn,
+      policy,
+    );
     expect(again.replayed).toBe(true);
     const drift = idempotency.run(
       { toolName: 'create_user', turnId: 't3', args: { ...args, name: 'Bob' } },
@@ -155,8 +171,14 @@ describe('business keys and drift', () => {
   test('a business key needs no turn id, and an undefined business key is a typed error', async () => {
     const { idempotency, store } = setup();
     const fn = vi.fn(createUser);
-    const bad = idempotency.run({ toolName: 'u', args: { email: undefined, name: 'A' } }, fn, policy as never);
-    await expect(bad).rejects.toSatisfy((e) => InvalidInputError.isInstance(e) && e.field === 'businessKey');
+    const bad = idempotency.run(
+      { toolName: 'u', args: { email: undefined as never, name: 'A' } },
+      fn,
+      policy,
+    );
+    await expect(bad).rejects.toSatisfy(
+      (e) => InvalidInputError.isInstance(e) && e.field === 'businessKey',
+    );
     expect(fn).not.toHaveBeenCalled();
     expect(store.size).toBe(0);
   });
@@ -171,9 +193,13 @@ describe('concurrent duplicates', () => {
       await sleep(20);
       return { ticket: `T-${runs}` };
     };
-    const results = await Promise.all(Array.from({ length: 1000 }, () => idempotency.run(call(), fn)));
+    const results = await Promise.all(
+      Array.from({ length: 1000 }, () => idempotency.run(call(), fn)),
+    );
     expect(runs).toBe(1);
-    expect(new Set(results.map((r) => JSON.stringify(r.value)))).toEqual(new Set(['{"ticket":"T-1"}']));
+    expect(new Set(results.map((r) => JSON.stringify(r.value)))).toEqual(
+      new Set(['{"ticket":"T-1"}']),
+    );
     expect(results.filter((r) => !r.replayed)).toHaveLength(1);
     expect(results.filter((r) => r.outcome === 'waited')).toHaveLength(999);
     expect(events).toHaveLength(1000);
@@ -196,7 +222,10 @@ describe('concurrent duplicates', () => {
   test("onInProgress: 'reject' fails at once with InProgressError", async () => {
     const { idempotency } = setup({ onInProgress: 'reject' });
     let release!: () => void;
-    const holder = idempotency.run(call(), () => new Promise<number>((r) => (release = () => r(1))));
+    const holder = idempotency.run(
+      call(),
+      () => new Promise<number>((r) => (release = () => r(1))),
+    );
     await sleep(5);
     const duplicate = idempotency.run(call(), async () => 2);
     await expect(duplicate).rejects.toSatisfy((e) => InProgressError.isInstance(e) && e.retryable);
@@ -208,7 +237,9 @@ describe('concurrent duplicates', () => {
     const { idempotency, events } = setup({ waitTimeout: 50 });
     const holder = idempotency.run(call(), () => sleep(200).then(() => 1));
     await sleep(5);
-    await expect(idempotency.run(call(), async () => 2)).rejects.toSatisfy(InProgressError.isInstance);
+    await expect(idempotency.run(call(), async () => 2)).rejects.toSatisfy(
+      InProgressError.isInstance,
+    );
     expect(events.at(-1)?.outcome).toBe('in-progress');
     await holder;
   });
@@ -222,7 +253,10 @@ describe('concurrent duplicates', () => {
       if (attempt === 1) throw new Error('vendor timeout');
       return attempt;
     };
-    const [a, b] = await Promise.allSettled([idempotency.run(call(), fn), idempotency.run(call(), fn)]);
+    const [a, b] = await Promise.allSettled([
+      idempotency.run(call(), fn),
+      idempotency.run(call(), fn),
+    ]);
     expect(a.status).toBe('rejected');
     expect(b).toMatchObject({ status: 'fulfilled', value: { value: 2, replayed: false } });
   });
@@ -285,7 +319,10 @@ describe('stale records (a holder died mid-way)', () => {
     const fn = vi.fn(async () => 1);
     for (let i = 0; i < 2; i++) {
       await expect(idempotency.run(call(), fn)).rejects.toSatisfy(
-        (e) => OutcomeUnknownError.isInstance(e) && !e.retryable && /do not retry blindly/.test(e.message),
+        (e) =>
+          OutcomeUnknownError.isInstance(e) &&
+          !e.retryable &&
+          /do not retry blindly/.test(e.message),
       );
     }
     expect(fn).not.toHaveBeenCalled();
@@ -297,10 +334,21 @@ describe('stale records (a holder died mid-way)', () => {
     const { key, fingerprint } = idempotency.keyOf(call());
     await crashedAttempt(store, key, fingerprint);
     const fn = vi.fn(async () => ({ chargeId: 'new' }));
-    const reconcile = vi.fn(async () => ({ found: true as const, value: { chargeId: 'ch_found' } }));
+    const reconcile = vi.fn(async (_ctx: unknown) => ({
+      found: true as const,
+      value: { chargeId: 'ch_found' },
+    }));
     const r = await idempotency.run(call(), fn, { reconcile });
-    expect(r).toMatchObject({ replayed: true, outcome: 'reconciled', value: { chargeId: 'ch_found' } });
-    expect(reconcile.mock.calls[0]?.[0]).toMatchObject({ key, args: { amount: 5 }, record: { token: 'dead-process' } });
+    expect(r).toMatchObject({
+      replayed: true,
+      outcome: 'reconciled',
+      value: { chargeId: 'ch_found' },
+    });
+    expect(reconcile.mock.calls[0]?.[0]).toMatchObject({
+      key,
+      args: { amount: 5 },
+      record: { token: 'dead-process' },
+    });
     expect((await idempotency.run(call(), fn)).value).toEqual({ chargeId: 'ch_found' });
     expect(fn).not.toHaveBeenCalled();
     expect(events.map((e) => e.outcome)).toEqual(['reconciled', 'replayed']);
@@ -321,9 +369,9 @@ describe('stale records (a holder died mid-way)', () => {
     const { key, fingerprint } = idempotency.keyOf(call());
     await crashedAttempt(store, key, fingerprint);
     const fn = vi.fn(async () => 'ran');
-    await expect(idempotency.run(call(), fn, { reconcile: async () => undefined })).rejects.toSatisfy(
-      OutcomeUnknownError.isInstance,
-    );
+    await expect(
+      idempotency.run(call(), fn, { reconcile: async () => undefined }),
+    ).rejects.toSatisfy(OutcomeUnknownError.isInstance);
     const boom = new Error('vendor down');
     await expect(
       idempotency.run(call(), fn, {
@@ -340,7 +388,9 @@ describe('stale records (a holder died mid-way)', () => {
     const { key, fingerprint } = idempotency.keyOf(call());
     await crashedAttempt(store, key, fingerprint);
     const keys: string[] = [];
-    const r = await idempotency.run(call(), async (_a, ctx) => keys.push(ctx.key), { onStale: 'reexecute' });
+    const r = await idempotency.run(call(), async (_a, ctx) => keys.push(ctx.key), {
+      onStale: 'reexecute',
+    });
     expect(r.replayed).toBe(false);
     expect(keys).toEqual([key]);
   });
@@ -350,7 +400,13 @@ describe('stale records (a holder died mid-way)', () => {
     const { key, fingerprint } = idempotency.keyOf(call());
     await crashedAttempt(store, key, fingerprint);
     await idempotency.run(call(), async () => 'new', { onStale: 'reexecute' });
-    const late = await store.complete({ key, token: 'dead-process', state: 'completed', outcome: '{"v":"old"}', ttlMs: 1000 });
+    const late = await store.complete({
+      key,
+      token: 'dead-process',
+      state: 'completed',
+      outcome: '{"v":"old"}',
+      ttlMs: 1000,
+    });
     expect(late).toBe(false);
     expect((await idempotency.run(call(), async () => 'x')).value).toBe('new');
   });
@@ -385,7 +441,13 @@ describe('leases', () => {
     const key = idempotency.keyOf(call()).key;
     const record = await store.get(key);
     expect(await store.release(key, record!.token)).toBe(true);
-    await store.claim({ key, fingerprint: record!.fingerprint, token: 'thief', leaseMs: 60_000, ttlMs: 60_000 });
+    await store.claim({
+      key,
+      fingerprint: record!.fingerprint,
+      token: 'thief',
+      leaseMs: 60_000,
+      ttlMs: 60_000,
+    });
     await expect(holder).rejects.toSatisfy(
       (e) => PersistFailedError.isInstance(e) && e.reason === 'lease_lost',
     );
@@ -408,7 +470,10 @@ describe('store failures', () => {
 
   test('a failed persist fails the call, and the retry does not blindly re-run', async () => {
     const inner = createMemoryStore();
-    const idempotency = createIdempotency({ store: faultyStore(inner, { complete: 'throw' }), lease: 20 });
+    const idempotency = createIdempotency({
+      store: faultyStore(inner, { complete: 'throw' }),
+      lease: 20,
+    });
     const fn = vi.fn(async () => 'charged');
     await expect(idempotency.run(call(), fn)).rejects.toSatisfy(
       (e) => PersistFailedError.isInstance(e) && e.reason === 'store_error',
@@ -420,7 +485,9 @@ describe('store failures', () => {
   });
 
   test('complete refused (lease lost) is PersistFailedError lease_lost', async () => {
-    const idempotency = createIdempotency({ store: faultyStore(createMemoryStore(), { complete: 'false' }) });
+    const idempotency = createIdempotency({
+      store: faultyStore(createMemoryStore(), { complete: 'false' }),
+    });
     await expect(idempotency.run(call(), async () => 1)).rejects.toSatisfy(
       (e) => PersistFailedError.isInstance(e) && e.reason === 'lease_lost',
     );
@@ -442,10 +509,15 @@ describe('bad input: typed error, nothing runs, nothing is stored', () => {
   const store = createMemoryStore();
   const idempotency = createIdempotency({ store });
   const fn = vi.fn(async () => 1);
-  const add = (name: string, field: string, run: () => Promise<unknown>) => cases.push([name, run, field]);
+  const add = (name: string, field: string, run: () => Promise<unknown>) =>
+    cases.push([name, run, field]);
   add('empty tool name', 'toolName', () => idempotency.run({ ...call(), toolName: '' }, fn));
-  add('oversized tool name', 'toolName', () => idempotency.run({ ...call(), toolName: 'x'.repeat(129) }, fn));
-  add('tool name with a newline', 'toolName', () => idempotency.run({ ...call(), toolName: 'a\nb' }, fn));
+  add('oversized tool name', 'toolName', () =>
+    idempotency.run({ ...call(), toolName: 'x'.repeat(129) }, fn),
+  );
+  add('tool name with a newline', 'toolName', () =>
+    idempotency.run({ ...call(), toolName: 'a\nb' }, fn),
+  );
   add('missing turn id', 'turnId', () => idempotency.run({ toolName: 't', args: {} }, fn));
   add('empty turn id', 'turnId', () => idempotency.run(call({}, ''), fn));
   add('oversized turn id', 'turnId', () => idempotency.run(call({}, 't'.repeat(513)), fn));
@@ -454,19 +526,25 @@ describe('bad input: typed error, nothing runs, nothing is stored', () => {
   add('non-string turn id', 'turnId', () => idempotency.run(call({}, 42 as never), fn));
   add('BigInt args', 'args', () => idempotency.run(call({ n: 1n }), fn));
   add('NaN args', 'args', () => idempotency.run(call({ n: Number.NaN }), fn));
-  add('undefined args', 'args', () => idempotency.run(call(undefined), fn));
+  add('undefined args', 'args', () => idempotency.run({ ...call(), args: undefined }, fn));
   add('args over the limit', 'args', () =>
     createIdempotency({ store, maxArgsBytes: 100 }).run(call({ s: 'x'.repeat(200) }), fn),
   );
   add('zero ttl', 'ttl', () => idempotency.run(call(), fn, { ttl: 0 }));
   add('negative lease', 'lease', () => idempotency.run(call(), fn, { lease: -5 }));
   add('fractional ttl', 'ttl', () => idempotency.run(call(), fn, { ttl: 1.5 }));
-  add('unknown onStale', 'onStale', () => idempotency.run(call(), fn, { onStale: 'retry' as never }));
+  add('unknown onStale', 'onStale', () =>
+    idempotency.run(call(), fn, { onStale: 'retry' as never }),
+  );
   add('non-function tool', 'fn', () => idempotency.run(call(), 'nope' as never));
 
   test.each(cases)('%s', async (_name, run, field) => {
     await expect(run()).rejects.toSatisfy(
-      (e) => InvalidInputError.isInstance(e) && IdempotencyError.isInstance(e) && e.field === field && e.message.length > 20,
+      (e) =>
+        InvalidInputError.isInstance(e) &&
+        IdempotencyError.isInstance(e) &&
+        e.field === field &&
+        e.message.length > 20,
     );
     expect(fn).not.toHaveBeenCalled();
     expect(store.size).toBe(0);

@@ -139,7 +139,10 @@ export interface Idempotency {
     call: { turnId?: string | undefined; scope?: string | undefined },
   ) => Promise<IdempotentResult<Result>>;
   /** Derive the key a call would use (validates the input; touches no store). */
-  keyOf<Args>(call: Call<Args>, policy?: { businessKey?: ToolPolicy<Args>['businessKey'] | undefined }): DerivedKey;
+  keyOf<Args>(
+    call: Call<Args>,
+    policy?: { businessKey?: ToolPolicy<Args>['businessKey'] | undefined },
+  ): DerivedKey;
   readonly store: IdempotencyStore;
 }
 
@@ -149,12 +152,7 @@ interface StoredOutcome {
 }
 
 function checkDuration(field: string, value: unknown): number {
-  if (
-    typeof value !== 'number' ||
-    !Number.isInteger(value) ||
-    value <= 0 ||
-    value > MAX_DURATION
-  ) {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > MAX_DURATION) {
     throw new InvalidInputError({
       field,
       message: `${field} must be a whole number of milliseconds between 1 and ${MAX_DURATION} (366 days), got ${String(value)}.`,
@@ -196,15 +194,22 @@ function resolvePolicy<Args, Result>(
     return value;
   };
   return {
-    ttl: checkDuration('ttl', (policy.ttl ?? defaults.ttl) ?? DEFAULTS.ttl),
-    lease: checkDuration('lease', (policy.lease ?? defaults.lease) ?? DEFAULTS.lease),
-    waitTimeout: checkDuration('waitTimeout', (policy.waitTimeout ?? defaults.waitTimeout) ?? DEFAULTS.waitTimeout),
-    onDrift: checkChoice('onDrift', (policy.onDrift ?? defaults.onDrift) ?? DEFAULTS.onDrift, ['reject', 'replay']),
-    onInProgress: checkChoice('onInProgress', (policy.onInProgress ?? defaults.onInProgress) ?? DEFAULTS.onInProgress, [
-      'wait',
+    ttl: checkDuration('ttl', policy.ttl ?? defaults.ttl ?? DEFAULTS.ttl),
+    lease: checkDuration('lease', policy.lease ?? defaults.lease ?? DEFAULTS.lease),
+    waitTimeout: checkDuration(
+      'waitTimeout',
+      policy.waitTimeout ?? defaults.waitTimeout ?? DEFAULTS.waitTimeout,
+    ),
+    onDrift: checkChoice('onDrift', policy.onDrift ?? defaults.onDrift ?? DEFAULTS.onDrift, [
       'reject',
+      'replay',
     ]),
-    onStale: checkChoice('onStale', (policy.onStale ?? defaults.onStale) ?? DEFAULTS.onStale, [
+    onInProgress: checkChoice(
+      'onInProgress',
+      policy.onInProgress ?? defaults.onInProgress ?? DEFAULTS.onInProgress,
+      ['wait', 'reject'],
+    ),
+    onStale: checkChoice('onStale', policy.onStale ?? defaults.onStale ?? DEFAULTS.onStale, [
       'outcome-unknown',
       'reexecute',
     ]),
@@ -255,7 +260,8 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
   if (options === null || typeof options !== 'object' || options.store == null) {
     throw new InvalidInputError({
       field: 'store',
-      message: 'createIdempotency needs { store }: e.g. createIdempotency({ store: createMemoryStore() }).',
+      message:
+        'createIdempotency needs { store }: e.g. createIdempotency({ store: createMemoryStore() }).',
     });
   }
   const { store, onEvent, maxArgsBytes = DEFAULT_MAX_ARGS_BYTES, ...defaults } = options;
@@ -342,7 +348,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     toolPolicy: ToolPolicy<Args, Result> = {},
   ): Promise<IdempotentResult<Result>> {
     if (typeof fn !== 'function') {
-      throw new InvalidInputError({ field: 'fn', message: 'The tool function must be a function.' });
+      throw new InvalidInputError({
+        field: 'fn',
+        message: 'The tool function must be a function.',
+      });
     }
     const policy = resolvePolicy(defaults, toolPolicy);
     const { key, fingerprint } = keyOf(call, policy);
@@ -486,7 +495,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
           })
           .catch(() => false);
         wake(key);
-        return fail('persist-failed', new PersistFailedError({ key, reason: 'store_error', cause, message }));
+        return fail(
+          'persist-failed',
+          new PersistFailedError({ key, reason: 'store_error', cause, message }),
+        );
       }
       let owned: boolean;
       try {
@@ -544,7 +556,8 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
           reconcileError = error;
         }
       }
-      const mayRun = found?.found === false || (found === undefined && policy.onStale === 'reexecute');
+      const mayRun =
+        found?.found === false || (found === undefined && policy.onStale === 'reexecute');
       if (found?.found !== true && !mayRun) {
         return fail(
           'outcome-unknown',

@@ -7,6 +7,11 @@ import type {
   TakeoverInput,
 } from './store.js';
 
+/** A copy the caller may change without touching the stored record. */
+function copy(record: IdempotencyRecord): IdempotencyRecord {
+  return record.meta === undefined ? { ...record } : { ...record, meta: { ...record.meta } };
+}
+
 export interface MemoryStoreOptions {
   /**
    * The clock, in milliseconds since the epoch. Tests pass a controllable one.
@@ -83,9 +88,9 @@ export class MemoryStore implements IdempotencyStore {
       if (input.meta !== undefined) record.meta = { ...input.meta };
       this.#records.set(input.key, record);
       this.#maybeSweep(now);
-      return { status: 'acquired', token: input.token, record: { ...record } };
+      return { status: 'acquired', token: input.token, record: copy(record) };
     }
-    const record = { ...existing };
+    const record = copy(existing);
     if (existing.fingerprint !== input.fingerprint) return { status: 'drift', record };
     if (existing.state !== 'in_progress') return { status: 'completed', record };
     if (existing.leaseExpiresAt <= now) return { status: 'stale', record };
@@ -146,7 +151,7 @@ export class MemoryStore implements IdempotencyStore {
 
   async get(key: string): Promise<IdempotencyRecord | undefined> {
     const record = this.#live(key, this.#now());
-    return record === undefined ? undefined : { ...record };
+    return record === undefined ? undefined : copy(record);
   }
 
   waitForChange(key: string, timeoutMs: number): Promise<void> {

@@ -4,7 +4,7 @@ const symbol = Symbol.for('idempotent-tools.error.DriftError');
 
 /** A repeat of a call whose business key matches a stored record but whose arguments differ (HTTP 422 semantics). Nothing ran. Use a new business key for a new operation, or repeat the original arguments. */
 export class DriftError extends IdempotencyError {
-  private readonly [symbol] = true;
+  readonly [symbol] = true;
   /** Fingerprint (SHA-256 of the canonical args) of the stored record. */
   readonly storedFingerprint: string;
   /** Fingerprint of this call's args. */

@@ -15,7 +15,7 @@ export type IdempotencyErrorCode =
  * (works across duplicate installs and realms) and switch on `err.code`.
  */
 export class IdempotencyError extends Error {
-  private readonly [symbol] = true;
+  readonly [symbol] = true;
   readonly code: IdempotencyErrorCode;
   /** The idempotency key of the call, when one was derived. */
   readonly key: string | undefined;
@@ -45,5 +45,7 @@ export class IdempotencyError extends Error {
 
 /** @internal */
 export function hasMarker(error: unknown, sym: symbol): boolean {
-  return error != null && typeof error === 'object' && sym in error && Reflect.get(error, sym) === true;
+  return (
+    error != null && typeof error === 'object' && sym in error && Reflect.get(error, sym) === true
+  );
 }

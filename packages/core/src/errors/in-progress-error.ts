@@ -4,7 +4,7 @@ const symbol = Symbol.for('idempotent-tools.error.InProgressError');
 
 /** The same call is running elsewhere (HTTP 409 semantics) and its outcome was not ready in time. Nothing ran here; wait and retry the same call to get its outcome. */
 export class InProgressError extends IdempotencyError {
-  private readonly [symbol] = true;
+  readonly [symbol] = true;
   /** When the running holder's lease runs out (ms since epoch), if known. */
   readonly leaseExpiresAt: number | undefined;
 

@@ -1,5 +1,5 @@
 export { DriftError } from './drift-error.js';
-export { type IdempotencyErrorCode, IdempotencyError } from './idempotency-error.js';
+export { IdempotencyError, type IdempotencyErrorCode } from './idempotency-error.js';
 export { InProgressError } from './in-progress-error.js';
 export { InvalidInputError } from './invalid-input-error.js';
 export { OutcomeUnknownError } from './outcome-unknown-error.js';

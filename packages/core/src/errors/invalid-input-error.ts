@@ -4,7 +4,7 @@ const symbol = Symbol.for('idempotent-tools.error.InvalidInputError');
 
 /** Bad input to a public function (key parts, args, options). Nothing ran and nothing was stored; fix the input before calling again. */
 export class InvalidInputError extends IdempotencyError {
-  private readonly [symbol] = true;
+  readonly [symbol] = true;
   /** The input field at fault, e.g. `toolName`, `args`, `ttl`. */
   readonly field: string;
 

@@ -4,7 +4,7 @@ const symbol = Symbol.for('idempotent-tools.error.OutcomeUnknownError');
 
 /** An earlier attempt of this call started and never finished (its lease ran out): the side effect may or may not have happened. Nothing ran now. Check the effect (e.g. at the vendor) before acting again; do not blindly retry. */
 export class OutcomeUnknownError extends IdempotencyError {
-  private readonly [symbol] = true;
+  readonly [symbol] = true;
   /** When the unfinished attempt started (ms since epoch). */
   readonly startedAt: number | undefined;
 

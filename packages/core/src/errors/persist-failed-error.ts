@@ -4,7 +4,7 @@ const symbol = Symbol.for('idempotent-tools.error.PersistFailedError');
 
 /** The tool ran but its outcome could not be stored (store error, or the claim was lost to another attempt). The call fails so that the caller never sees an outcome that a retry would not replay. */
 export class PersistFailedError extends IdempotencyError {
-  private readonly [symbol] = true;
+  readonly [symbol] = true;
   /** Why: `store_error` (the write failed) or `lease_lost` (another attempt took the record over). */
   readonly reason: 'store_error' | 'lease_lost';
 

@@ -4,7 +4,7 @@ const symbol = Symbol.for('idempotent-tools.error.ReplayedFailureError');
 
 /** Replay of a call whose first run threw an error marked terminal: the stored error is thrown again, and the tool is not run again. `originalName`, `originalMessage` and `originalCode` describe it. */
 export class ReplayedFailureError extends IdempotencyError {
-  private readonly [symbol] = true;
+  readonly [symbol] = true;
   readonly replayed = true as const;
   /** `name` of the original error. */
   readonly originalName: string;

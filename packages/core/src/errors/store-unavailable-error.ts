@@ -4,7 +4,7 @@ const symbol = Symbol.for('idempotent-tools.error.StoreUnavailableError');
 
 /** The idempotency store could not be reached, so the tool did not run (fail closed). Retry the same call later. */
 export class StoreUnavailableError extends IdempotencyError {
-  private readonly [symbol] = true;
+  readonly [symbol] = true;
 
   constructor(options: {
     message: string;

@@ -1,0 +1,1121 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type {
+  ClaimInput,
+  ClaimResult,
+  IdempotencyRecord,
+  IdempotencyStore,
+} from '@idempotent-tools/core';
+import { createTestClock, sleep, type TestClock } from './clock.js';
+import { uniqueKey } from './unique-key.js';
+
+/** The matchers the suite uses. Vitest's and Jest's `expect(...)` results both fit. */
+export interface ExpectMatchers {
+  toBe(expected: unknown): void;
+  toEqual(expected: unknown): void;
+  toBeUndefined(): void;
+  toBeDefined(): void;
+  toBeGreaterThan(expected: number): void;
+  toBeGreaterThanOrEqual(expected: number): void;
+  toBeLessThan(expected: number): void;
+  toBeLessThanOrEqual(expected: number): void;
+  toContain(expected: unknown): void;
+}
+
+/** The `expect` the suite needs: Vitest's and Jest's both fit. */
+export type ExpectLike = (actual: unknown) => ExpectMatchers;
+
+export interface StoreConformanceOptions<S extends IdempotencyStore = IdempotencyStore> {
+  /** Label of the outer `describe`, e.g. `'redis store'`. */
+  name: string;
+  /** The runner's `describe` (Vitest, Jest, Mocha-style). */
+  describe: (name: string, fn: () => void) => void;
+  /** The runner's `test`/`it`; the suite passes a timeout suited to the clock mode. */
+  test: (name: string, fn: () => Promise<void>, timeoutMs?: number) => void;
+  /** The runner's `expect`. */
+  expect: ExpectLike;
+  /**
+   * Build a fresh store (fresh keyspace) for one test. `clock` is the one that test controls: a
+   * store with an injected clock must read it (`createMemoryStore({ now: clock.now })`).
+   */
+  createStore: (ctx: { clock: TestClock }) => S | Promise<S>;
+  /**
+   * Clean up after one test: close the store and drop its keyspace, never the user's client
+   * unless the factory made it. It must tolerate a store the suite already closed (the
+   * `waitForChange` after `close` test closes it).
+   * @default store.close?.()
+   */
+  destroyStore?: (store: S) => void | Promise<void>;
+  /**
+   * `virtual`: the store honours the injected clock and the suite advances it instantly.
+   * `real`: the store uses real time (Redis `TIME`, PostgreSQL `now()`) and the suite sleeps.
+   */
+  clock: 'virtual' | 'real';
+  /**
+   * Look into the backing engine to prove expired records are really removed by `purgeExpired`.
+   * `count` returns how many records the engine holds for this store (its keyspace), expired
+   * ones not yet removed included.
+   */
+  raw?: { count(store: S): Promise<number> };
+  /**
+   * Multiplier for every duration (leases, TTLs, sleeps) in `real` mode. Raise it for a slow or
+   * remote engine.
+   * @default 1
+   */
+  timeScale?: number;
+  /**
+   * Number of concurrent calls in the race tests.
+   * @default 200
+   */
+  concurrency?: number;
+}
+
+interface TestContext<S> {
+  store: S;
+  clock: TestClock;
+}
+
+/** A lease and a TTL long enough that no test of behaviour unrelated to time sees them run out. */
+const LONG_LEASE = 60_000;
+const LONG_TTL = 120_000;
+/** In `real` mode store timestamps are compared with the local clock within this skew. */
+const CLOCK_SKEW = 60_000;
+
+const FP_A = fingerprint('a');
+const FP_B = fingerprint('b');
+
+/**
+ * Register the store conformance suite with the caller's test runner. Every test builds its own
+ * store with `createStore` and uses keys no other test uses, so a real engine shared between
+ * tests (and test files) is fine.
+ *
+ * ```ts
+ * import { describe, expect, test } from 'vitest';
+ * runStoreConformance({ name: 'my store', describe, test, expect, clock: 'real',
+ *   createStore: () => createMyStore(client) });
+ * ```
+ */
+export function runStoreConformance<S extends IdempotencyStore>(
+  options: StoreConformanceOptions<S>,
+): void {
+  const { expect, describe } = options;
+  const mode = options.clock;
+  const scale = options.timeScale ?? 1;
+  const concurrency = options.concurrency ?? 200;
+  if (!(Number.isFinite(scale) && scale > 0)) {
+    throw new RangeError(`timeScale must be a positive number, got ${scale}`);
+  }
+  if (!Number.isInteger(concurrency) || concurrency < 2) {
+    throw new RangeError(`concurrency must be an integer >= 2, got ${concurrency}`);
+  }
+
+  /** A duration of the suite, scaled in `real` mode. */
+  const ms = (base: number): number =>
+    mode === 'real' ? Math.max(1, Math.round(base * scale)) : base;
+  /** Tolerance on differences of two store timestamps taken by one operation. */
+  const tolerance = mode === 'real' ? ms(50) : 0;
+  const timeoutMs = mode === 'real' ? Math.max(15_000, ms(15_000)) : 15_000;
+  const LEASE = ms(100);
+  const TTL = ms(300);
+
+  const define = (name: string, body: (ctx: TestContext<S>) => Promise<void>): void => {
+    options.test(
+      name,
+      async () => {
+        const clock = createTestClock({ mode });
+        const store = await options.createStore({ clock });
+        try {
+          await body({ store, clock });
+        } finally {
+          if (options.destroyStore !== undefined) await options.destroyStore(store);
+          else await store.close?.();
+        }
+      },
+      timeoutMs,
+    );
+  };
+
+  // ---- helpers (they assert through the caller's `expect`) ----
+
+  const key = (label = ''): string => uniqueKey(`conformance${label === '' ? '' : `-${label}`}`);
+
+  const claimInput = (k: string, overrides: Partial<ClaimInput> = {}): ClaimInput => ({
+    key: k,
+    fingerprint: FP_A,
+    token: randomUUID(),
+    leaseMs: LONG_LEASE,
+    ttlMs: LONG_TTL,
+    ...overrides,
+  });
+
+  const expectStatus = <T extends ClaimResult['status']>(
+    result: ClaimResult,
+    status: T,
+  ): Extract<ClaimResult, { status: T }> => {
+    expect(result.status).toBe(status);
+    if (result.status !== status) throw new Error(`expected claim ${status}, got ${result.status}`);
+    return result as Extract<ClaimResult, { status: T }>;
+  };
+
+  /** Claim `input` and require `acquired`; returns the record. */
+  const acquire = async (store: IdempotencyStore, input: ClaimInput) => {
+    const result = expectStatus(await store.claim(input), 'acquired');
+    expect(result.token).toBe(input.token);
+    return result.record;
+  };
+
+  const mustGet = async (store: IdempotencyStore, k: string): Promise<IdempotencyRecord> => {
+    const record = await store.get(k);
+    expect(record).toBeDefined();
+    if (record === undefined) throw new Error(`expected a live record at ${k}`);
+    return record;
+  };
+
+  const complete = async (
+    store: IdempotencyStore,
+    k: string,
+    token: string,
+    state: 'completed' | 'failed' = 'completed',
+    outcome = '{"ok":true}',
+    ttlMs = LONG_TTL,
+  ): Promise<void> => {
+    expect(await store.complete({ key: k, token, state, outcome, ttlMs })).toBe(true);
+  };
+
+  const near = (actual: number, expected: number, within: number): void => {
+    expect(actual).toBeGreaterThanOrEqual(expected - within);
+    expect(actual).toBeLessThanOrEqual(expected + within);
+  };
+
+  /** A store timestamp read between local times `before` and `after`. */
+  const expectStoreTime = (actual: number, before: number, after: number): void => {
+    const skew = mode === 'real' ? CLOCK_SKEW : 0;
+    expect(actual).toBeGreaterThanOrEqual(before - skew);
+    expect(actual).toBeLessThanOrEqual(after + skew);
+  };
+
+  const count = (results: readonly (boolean | ClaimResult)[], what: boolean | string): number =>
+    results.filter((r) => (typeof r === 'boolean' ? r === what : r.status === what)).length;
+
+  describe(options.name, () => {
+    describe('store identity', () => {
+      define(
+        'declares specificationVersion v1, a name and boolean capabilities',
+        async ({ store }) => {
+          expect(store.specificationVersion).toBe('v1');
+          expect(typeof store.name).toBe('string');
+          expect(store.name.length).toBeGreaterThan(0);
+          expect(typeof store.capabilities).toBe('object');
+          expect(typeof store.capabilities.crossProcessNotify).toBe('boolean');
+          expect(typeof store.capabilities.durable).toBe('boolean');
+        },
+      );
+    });
+
+    describe('claim', () => {
+      define(
+        'claim on an empty key acquires it and stores an in_progress record',
+        async ({ store, clock }) => {
+          const k = key();
+          const meta = { toolName: 'create_ticket', scope: 'tenant-ü 1', turnId: 'turn:1' };
+          const input = claimInput(k, { leaseMs: 30_000, ttlMs: 90_000, meta });
+          const before = clock.now();
+          const result = expectStatus(await store.claim(input), 'acquired');
+          const after = clock.now();
+          expect(result.token).toBe(input.token);
+
+          const record = await mustGet(store, k);
+          expect({ ...record, leaseExpiresAt: 0, expiresAt: 0, createdAt: 0 }).toEqual({
+            key: k,
+            state: 'in_progress',
+            fingerprint: FP_A,
+            token: input.token,
+            leaseExpiresAt: 0,
+            expiresAt: 0,
+            createdAt: 0,
+            meta,
+          });
+          expect(record.outcome).toBeUndefined();
+          expect(record.completedAt).toBeUndefined();
+          expectStoreTime(record.createdAt, before, after);
+          near(record.leaseExpiresAt - record.createdAt, 30_000, tolerance);
+          near(record.expiresAt - record.createdAt, 90_000, tolerance);
+          expect(record.expiresAt).toBeGreaterThanOrEqual(record.leaseExpiresAt);
+          expect(result.record).toEqual(record);
+        },
+      );
+
+      define(
+        'claim with the same fingerprint while the lease is live reports in_progress',
+        async ({ store }) => {
+          const k = key();
+          const meta = { toolName: 'deploy' };
+          const owner = claimInput(k, { meta });
+          await acquire(store, owner);
+          const before = await mustGet(store, k);
+
+          const second = claimInput(k);
+          const result = expectStatus(await store.claim(second), 'in_progress');
+          expect(result.record.token).toBe(owner.token);
+          expect(result.record.state).toBe('in_progress');
+          expect(result.record.fingerprint).toBe(FP_A);
+          expect(result.record.meta).toEqual(meta);
+          expect(await mustGet(store, k)).toEqual(before);
+        },
+      );
+
+      define(
+        'claim after complete reports completed with the outcome byte-exact',
+        async ({ store }) => {
+          const base = key();
+          for (const [i, outcome] of AWKWARD_OUTCOMES.entries()) {
+            const k = `${base}-${i}`;
+            const owner = claimInput(k);
+            await acquire(store, owner);
+            await complete(store, k, owner.token, 'completed', outcome);
+
+            const result = expectStatus(await store.claim(claimInput(k)), 'completed');
+            expect(result.record.state).toBe('completed');
+            expect(result.record.outcome?.length).toBe(outcome.length);
+            expect(result.record.outcome).toBe(outcome);
+            expect(result.record.token).toBe(owner.token);
+            expect(result.record.completedAt).toBeDefined();
+            expect((await mustGet(store, k)).outcome).toBe(outcome);
+          }
+        },
+      );
+
+      define(
+        'a failed outcome is replayed as status completed with state failed',
+        async ({ store }) => {
+          const k = key();
+          const owner = claimInput(k);
+          await acquire(store, owner);
+          const outcome =
+            '{"error":{"name":"CardDeclined","message":"Karte abgelehnt – “nein”\\n"}}';
+          await complete(store, k, owner.token, 'failed', outcome);
+
+          const result = expectStatus(await store.claim(claimInput(k)), 'completed');
+          expect(result.record.state).toBe('failed');
+          expect(result.record.outcome).toBe(outcome);
+          expect(result.record.completedAt).toBeDefined();
+          expect((await mustGet(store, k)).state).toBe('failed');
+        },
+      );
+
+      define(
+        'claim with another fingerprint reports drift in every state',
+        async ({ store, clock }) => {
+          const base = key();
+          const inProgress = claimInput(`${base}-in-progress`);
+          const completed = claimInput(`${base}-completed`);
+          const failed = claimInput(`${base}-failed`);
+          const stale = claimInput(`${base}-stale`, { leaseMs: LEASE, ttlMs: TTL });
+          for (const input of [inProgress, completed, failed, stale]) await acquire(store, input);
+          await complete(store, completed.key, completed.token, 'completed', '"done"');
+          await complete(store, failed.key, failed.token, 'failed', '"boom"');
+
+          const drift = async (k: string, state: string, outcome?: string) => {
+            const before = await mustGet(store, k);
+            const result = expectStatus(
+              await store.claim(claimInput(k, { fingerprint: FP_B })),
+              'drift',
+            );
+            expect(result.record.fingerprint).toBe(FP_A);
+            expect(result.record.state).toBe(state);
+            expect(result.record.outcome).toBe(outcome);
+            expect(await mustGet(store, k)).toEqual(before);
+          };
+          await drift(inProgress.key, 'in_progress');
+          await drift(completed.key, 'completed', '"done"');
+          await drift(failed.key, 'failed', '"boom"');
+
+          await clock.advance(ms(150));
+          expectStatus(await store.claim(claimInput(stale.key)), 'stale');
+          await drift(stale.key, 'in_progress');
+          await drift(completed.key, 'completed', '"done"');
+        },
+      );
+    });
+
+    describe('lease and takeover', () => {
+      define(
+        'a claim whose lease ran out reports stale with the old token',
+        async ({ store, clock }) => {
+          const k = key();
+          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          await acquire(store, owner);
+          await clock.advance(ms(40));
+          expectStatus(await store.claim(claimInput(k)), 'in_progress');
+
+          await clock.advance(ms(110));
+          const result = expectStatus(await store.claim(claimInput(k)), 'stale');
+          expect(result.record.token).toBe(owner.token);
+          expect(result.record.state).toBe('in_progress');
+          // Reporting stale takes nothing over: a second claim still sees the old owner.
+          const again = expectStatus(await store.claim(claimInput(k)), 'stale');
+          expect(again.record.token).toBe(owner.token);
+          expect((await mustGet(store, k)).token).toBe(owner.token);
+        },
+      );
+
+      define(
+        'takeover with the stale token moves ownership, with a fresh lease and the same createdAt',
+        async ({ store, clock }) => {
+          const k = key();
+          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          const original = await acquire(store, owner);
+          await clock.advance(ms(150));
+          expectStatus(await store.claim(claimInput(k)), 'stale');
+
+          const token = randomUUID();
+          const before = clock.now();
+          expect(
+            await store.takeover({
+              key: k,
+              staleToken: owner.token,
+              token,
+              leaseMs: 30_000,
+              ttlMs: 60_000,
+            }),
+          ).toBe(true);
+          const after = clock.now();
+
+          const record = await mustGet(store, k);
+          expect(record.token).toBe(token);
+          expect(record.state).toBe('in_progress');
+          expect(record.fingerprint).toBe(FP_A);
+          expect(record.createdAt).toBe(original.createdAt);
+          expect(record.leaseExpiresAt).toBeGreaterThanOrEqual(original.leaseExpiresAt + 30_000);
+          expectStoreTime(record.leaseExpiresAt, before + 30_000, after + 30_000);
+          expect(record.expiresAt).toBeGreaterThanOrEqual(record.leaseExpiresAt);
+          near(record.expiresAt - record.leaseExpiresAt, 30_000, tolerance);
+
+          const result = expectStatus(await store.claim(claimInput(k)), 'in_progress');
+          expect(result.record.token).toBe(token);
+          await complete(store, k, token);
+          expectStatus(await store.claim(claimInput(k)), 'completed');
+        },
+      );
+
+      define(
+        'takeover with a wrong stale token returns false and changes nothing',
+        async ({ store, clock }) => {
+          const k = key();
+          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          await acquire(store, owner);
+          await clock.advance(ms(150));
+          const before = await mustGet(store, k);
+          for (const staleToken of [randomUUID(), '', `${owner.token} `]) {
+            expect(
+              await store.takeover({
+                key: k,
+                staleToken,
+                token: randomUUID(),
+                leaseMs: LEASE,
+                ttlMs: TTL,
+              }),
+            ).toBe(false);
+          }
+          expect(await mustGet(store, k)).toEqual(before);
+          expectStatus(await store.claim(claimInput(k)), 'stale');
+        },
+      );
+
+      define(
+        'takeover while the lease is live returns false and changes nothing',
+        async ({ store }) => {
+          const k = key();
+          const owner = claimInput(k);
+          await acquire(store, owner);
+          const before = await mustGet(store, k);
+          expect(
+            await store.takeover({
+              key: k,
+              staleToken: owner.token,
+              token: randomUUID(),
+              leaseMs: LONG_LEASE,
+              ttlMs: LONG_TTL,
+            }),
+          ).toBe(false);
+          expect(await mustGet(store, k)).toEqual(before);
+        },
+      );
+
+      define(
+        'takeover of a completed or failed record returns false and changes nothing',
+        async ({ store, clock }) => {
+          const base = key();
+          const owners = (['completed', 'failed'] as const).map((state) => ({
+            state,
+            input: claimInput(`${base}-${state}`, { leaseMs: LEASE, ttlMs: TTL }),
+          }));
+          for (const { state, input } of owners) {
+            await acquire(store, input);
+            await complete(store, input.key, input.token, state, `"${state}"`);
+          }
+          await clock.advance(ms(150));
+          for (const { state, input } of owners) {
+            const before = await mustGet(store, input.key);
+            expect(
+              await store.takeover({
+                key: input.key,
+                staleToken: input.token,
+                token: randomUUID(),
+                leaseMs: LEASE,
+                ttlMs: TTL,
+              }),
+            ).toBe(false);
+            const record = await mustGet(store, input.key);
+            expect(record).toEqual(before);
+            expect(record.state).toBe(state);
+          }
+        },
+      );
+
+      define('takeover of a missing key returns false and creates nothing', async ({ store }) => {
+        const k = key();
+        expect(
+          await store.takeover({
+            key: k,
+            staleToken: randomUUID(),
+            token: randomUUID(),
+            leaseMs: LEASE,
+            ttlMs: TTL,
+          }),
+        ).toBe(false);
+        expect(await store.get(k)).toBeUndefined();
+      });
+
+      define(
+        'concurrent takeovers of one stale record: exactly one wins',
+        async ({ store, clock }) => {
+          const k = key();
+          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          await acquire(store, owner);
+          await clock.advance(ms(150));
+          const tokens = Array.from({ length: Math.min(concurrency, 20) }, () => randomUUID());
+          const results = await Promise.all(
+            tokens.map((token) =>
+              store.takeover({
+                key: k,
+                staleToken: owner.token,
+                token,
+                leaseMs: LONG_LEASE,
+                ttlMs: LONG_TTL,
+              }),
+            ),
+          );
+          expect(count(results, true)).toBe(1);
+          const winner = tokens[results.indexOf(true)];
+          expect((await mustGet(store, k)).token).toBe(winner);
+        },
+      );
+    });
+
+    describe('fencing', () => {
+      define(
+        'complete, release and renew with a wrong token return false and change nothing',
+        async ({ store }) => {
+          const k = key();
+          const owner = claimInput(k);
+          await acquire(store, owner);
+          const other = claimInput(key('other'));
+          await acquire(store, other);
+          const before = await mustGet(store, k);
+
+          // randomUUID() is lower case, so the upper-cased owner token differs only in case.
+          for (const token of [randomUUID(), other.token, '', owner.token.toUpperCase()]) {
+            expect(
+              await store.complete({
+                key: k,
+                token,
+                state: 'completed',
+                outcome: '"x"',
+                ttlMs: LONG_TTL,
+              }),
+            ).toBe(false);
+            expect(await store.release(k, token)).toBe(false);
+            expect(await store.renew(k, token, LONG_LEASE * 2)).toBe(false);
+          }
+          expect(await mustGet(store, k)).toEqual(before);
+        },
+      );
+
+      define(
+        'after a takeover the old token can no longer complete, release or renew',
+        async ({ store, clock }) => {
+          const k = key();
+          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          await acquire(store, owner);
+          await clock.advance(ms(150));
+          const token = randomUUID();
+          expect(
+            await store.takeover({
+              key: k,
+              staleToken: owner.token,
+              token,
+              leaseMs: LONG_LEASE,
+              ttlMs: LONG_TTL,
+            }),
+          ).toBe(true);
+          const before = await mustGet(store, k);
+
+          expect(
+            await store.complete({
+              key: k,
+              token: owner.token,
+              state: 'completed',
+              outcome: '"late"',
+              ttlMs: LONG_TTL,
+            }),
+          ).toBe(false);
+          expect(await store.release(k, owner.token)).toBe(false);
+          expect(await store.renew(k, owner.token, LONG_LEASE)).toBe(false);
+          expect(await mustGet(store, k)).toEqual(before);
+
+          await complete(store, k, token, 'completed', '"new owner"');
+          expect((await mustGet(store, k)).outcome).toBe('"new owner"');
+        },
+      );
+
+      define(
+        'complete is accepted once: a second complete returns false and keeps the first outcome',
+        async ({ store }) => {
+          const k = key();
+          const owner = claimInput(k);
+          await acquire(store, owner);
+          await complete(store, k, owner.token, 'completed', '"first"');
+          const before = await mustGet(store, k);
+          for (const state of ['completed', 'failed'] as const) {
+            expect(
+              await store.complete({
+                key: k,
+                token: owner.token,
+                state,
+                outcome: '"second"',
+                ttlMs: LONG_TTL,
+              }),
+            ).toBe(false);
+          }
+          const record = await mustGet(store, k);
+          expect(record).toEqual(before);
+          expect(record.state).toBe('completed');
+          expect(record.outcome).toBe('"first"');
+        },
+      );
+
+      define(
+        'release and renew after complete return false and the record stays finished',
+        async ({ store }) => {
+          const base = key();
+          for (const state of ['completed', 'failed'] as const) {
+            const k = `${base}-${state}`;
+            const owner = claimInput(k);
+            await acquire(store, owner);
+            await complete(store, k, owner.token, state, `"${state}"`);
+            const before = await mustGet(store, k);
+            expect(await store.release(k, owner.token)).toBe(false);
+            expect(await store.renew(k, owner.token, LONG_LEASE)).toBe(false);
+            expect(await mustGet(store, k)).toEqual(before);
+            expectStatus(await store.claim(claimInput(k)), 'completed');
+          }
+        },
+      );
+
+      define(
+        'the owner may complete after its lease ran out as long as nobody took over',
+        async ({ store, clock }) => {
+          const k = key();
+          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          await acquire(store, owner);
+          await clock.advance(ms(150));
+          expectStatus(await store.claim(claimInput(k)), 'stale');
+          await complete(store, k, owner.token, 'completed', '"late but mine"');
+          const result = expectStatus(await store.claim(claimInput(k)), 'completed');
+          expect(result.record.outcome).toBe('"late but mine"');
+        },
+      );
+    });
+
+    describe('release and renew', () => {
+      define('release deletes the record and the key can be claimed again', async ({ store }) => {
+        const k = key();
+        const owner = claimInput(k);
+        await acquire(store, owner);
+        expect(await store.release(k, owner.token)).toBe(true);
+        expect(await store.get(k)).toBeUndefined();
+        expect(await store.release(k, owner.token)).toBe(false);
+
+        // The record is gone: even another fingerprint acquires (no drift against a deleted record).
+        const next = claimInput(k, { fingerprint: FP_B });
+        const record = await acquire(store, next);
+        expect(record.fingerprint).toBe(FP_B);
+        expect(record.token).toBe(next.token);
+      });
+
+      define(
+        'renew extends the lease: the record is not stale when the first lease would have run out',
+        async ({ store, clock }) => {
+          const k = key();
+          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          const original = await acquire(store, owner);
+          await clock.advance(ms(60));
+          const before = clock.now();
+          expect(await store.renew(k, owner.token, LEASE)).toBe(true);
+          const after = clock.now();
+          const renewed = await mustGet(store, k);
+          expect(renewed.leaseExpiresAt).toBeGreaterThan(original.leaseExpiresAt);
+          expectStoreTime(renewed.leaseExpiresAt, before + LEASE, after + LEASE);
+          expect({ ...renewed, leaseExpiresAt: 0, expiresAt: 0 }).toEqual({
+            ...original,
+            leaseExpiresAt: 0,
+            expiresAt: 0,
+          });
+          expect(renewed.expiresAt).toBeGreaterThanOrEqual(renewed.leaseExpiresAt);
+
+          await clock.advance(ms(60)); // past the first lease, inside the renewed one
+          expectStatus(await store.claim(claimInput(k)), 'in_progress');
+          await clock.advance(ms(90)); // past the renewed lease
+          expectStatus(await store.claim(claimInput(k)), 'stale');
+        },
+      );
+    });
+
+    describe('ttl', () => {
+      define('a completed record disappears after its ttl', async ({ store, clock }) => {
+        const k = key();
+        const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+        await acquire(store, owner);
+        await complete(store, k, owner.token, 'completed', '"kept"', TTL);
+        const record = await mustGet(store, k);
+        near(record.expiresAt - (record.completedAt ?? Number.NaN), TTL, tolerance);
+
+        await clock.advance(ms(150));
+        expectStatus(await store.claim(claimInput(k)), 'completed');
+        await clock.advance(ms(200));
+        expect(await store.get(k)).toBeUndefined();
+        // Gone, not drifting: another fingerprint acquires.
+        await acquire(store, claimInput(k, { fingerprint: FP_B }));
+      });
+
+      define('retention is counted from completion', async ({ store, clock }) => {
+        const k = key();
+        const owner = claimInput(k, { leaseMs: ms(60), ttlMs: ms(150) });
+        await acquire(store, owner);
+        await clock.advance(ms(100));
+        await complete(store, k, owner.token, 'completed', '"done"', ms(150));
+        await clock.advance(ms(100)); // past the claim's ttl, inside the completion's
+        const result = expectStatus(await store.claim(claimInput(k)), 'completed');
+        expect(result.record.outcome).toBe('"done"');
+        await clock.advance(ms(100)); // past the completion's ttl
+        expect(await store.get(k)).toBeUndefined();
+        await acquire(store, claimInput(k));
+      });
+
+      define(
+        'an in_progress record outlives its lease (stale) until its ttl',
+        async ({ store, clock }) => {
+          const k = key();
+          const owner = claimInput(k, { leaseMs: ms(60), ttlMs: ms(200) });
+          await acquire(store, owner);
+          await clock.advance(ms(100));
+          expectStatus(await store.claim(claimInput(k)), 'stale');
+          expect((await mustGet(store, k)).token).toBe(owner.token);
+          await clock.advance(ms(150));
+          expect(await store.get(k)).toBeUndefined();
+          await acquire(store, claimInput(k));
+        },
+      );
+
+      define('ttl has millisecond precision', async ({ store, clock }) => {
+        const base = key();
+        const long = claimInput(`${base}-long`, { leaseMs: ms(30), ttlMs: ms(250) });
+        const short = claimInput(`${base}-short`, { leaseMs: ms(30), ttlMs: ms(250) });
+        const longRunning = claimInput(`${base}-long-running`, { leaseMs: ms(20), ttlMs: ms(150) });
+        const shortRunning = claimInput(`${base}-short-running`, {
+          leaseMs: ms(20),
+          ttlMs: ms(50),
+        });
+        for (const input of [long, short, longRunning, shortRunning]) await acquire(store, input);
+        await complete(store, long.key, long.token, 'completed', '"long"', ms(150));
+        await complete(store, short.key, short.token, 'completed', '"short"', ms(50));
+
+        await clock.advance(ms(100));
+        expect(await store.get(short.key)).toBeUndefined();
+        expect(await store.get(shortRunning.key)).toBeUndefined();
+        expect((await mustGet(store, long.key)).outcome).toBe('"long"');
+        expect((await mustGet(store, longRunning.key)).state).toBe('in_progress');
+
+        await clock.advance(ms(100));
+        expect(await store.get(long.key)).toBeUndefined();
+        expect(await store.get(longRunning.key)).toBeUndefined();
+      });
+
+      define('expired records are invisible to every operation', async ({ store, clock }) => {
+        const base = key();
+        const ops = ['complete', 'release', 'renew', 'takeover', 'get', 'claim'] as const;
+        const owners = new Map(
+          ops.map((op) => [op, claimInput(`${base}-${op}`, { leaseMs: ms(60), ttlMs: ms(100) })]),
+        );
+        const created = new Map<string, IdempotencyRecord>();
+        for (const [op, input] of owners) created.set(op, await acquire(store, input));
+        await clock.advance(ms(150));
+
+        // One key per operation, so each one meets an expired record nothing else touched.
+        const owner = (op: (typeof ops)[number]): ClaimInput => owners.get(op)!;
+        expect(
+          await store.complete({
+            key: owner('complete').key,
+            token: owner('complete').token,
+            state: 'completed',
+            outcome: '"too late"',
+            ttlMs: LONG_TTL,
+          }),
+        ).toBe(false);
+        expect(await store.release(owner('release').key, owner('release').token)).toBe(false);
+        expect(await store.renew(owner('renew').key, owner('renew').token, LONG_LEASE)).toBe(false);
+        expect(
+          await store.takeover({
+            key: owner('takeover').key,
+            staleToken: owner('takeover').token,
+            token: randomUUID(),
+            leaseMs: LONG_LEASE,
+            ttlMs: LONG_TTL,
+          }),
+        ).toBe(false);
+        expect(await store.get(owner('get').key)).toBeUndefined();
+        const fresh = await acquire(store, claimInput(owner('claim').key, { fingerprint: FP_B }));
+        expect(fresh.createdAt).toBeGreaterThan(created.get('claim')!.createdAt);
+
+        for (const op of ops) {
+          if (op !== 'claim') expect(await store.get(owner(op).key)).toBeUndefined();
+        }
+      });
+
+      define(
+        'purgeExpired (when present) removes expired records and returns how many',
+        async ({ store, clock }) => {
+          if (store.purgeExpired === undefined) return;
+          const raw = options.raw;
+          const rawCount = async (): Promise<number | undefined> =>
+            raw === undefined ? undefined : raw.count(store);
+          const base = key();
+          const initial = await rawCount();
+
+          const expiring = [
+            claimInput(`${base}-running`, { leaseMs: ms(30), ttlMs: ms(60) }),
+            claimInput(`${base}-stale`, { leaseMs: ms(30), ttlMs: ms(60) }),
+            claimInput(`${base}-done`, { leaseMs: ms(30), ttlMs: ms(60) }),
+          ];
+          const live = claimInput(`${base}-live`);
+          for (const input of [...expiring, live]) await acquire(store, input);
+          const done = expiring[2]!;
+          await complete(store, done.key, done.token, 'completed', '"done"', ms(60));
+          const populated = await rawCount();
+          if (initial !== undefined && populated !== undefined) {
+            expect(populated).toBeGreaterThanOrEqual(initial + expiring.length + 1);
+          }
+
+          await clock.advance(ms(120));
+          const before = await rawCount();
+          const removed = await store.purgeExpired();
+          const after = await rawCount();
+          expect(removed).toBeGreaterThanOrEqual(0);
+          expect(removed).toBeLessThanOrEqual(expiring.length);
+          if (before !== undefined && after !== undefined && populated !== undefined) {
+            expect(after).toBeLessThanOrEqual(populated - expiring.length);
+            expect(before - after).toBe(removed);
+          }
+          expect(await store.purgeExpired()).toBe(0);
+          expect((await mustGet(store, live.key)).token).toBe(live.token);
+          for (const input of expiring) expect(await store.get(input.key)).toBeUndefined();
+        },
+      );
+    });
+
+    describe('concurrency', () => {
+      define(
+        `concurrent claims on one key: exactly one acquires, the others see in_progress`,
+        async ({ store }) => {
+          const k = key();
+          const inputs = Array.from({ length: concurrency }, () => claimInput(k));
+          const results = await Promise.all(inputs.map((input) => store.claim(input)));
+          expect(count(results, 'acquired')).toBe(1);
+          expect(count(results, 'in_progress')).toBe(concurrency - 1);
+          const winner = inputs[results.findIndex((r) => r.status === 'acquired')]!;
+          for (const result of results) expect(result.record.token).toBe(winner.token);
+          expect((await mustGet(store, k)).token).toBe(winner.token);
+        },
+      );
+
+      define(
+        'concurrent claims with two fingerprints on one key: one acquires, the rest see in_progress or drift',
+        async ({ store }) => {
+          const k = key();
+          const inputs = Array.from({ length: concurrency }, (_, i) =>
+            claimInput(k, { fingerprint: i % 2 === 0 ? FP_A : FP_B }),
+          );
+          const results = await Promise.all(inputs.map((input) => store.claim(input)));
+          expect(count(results, 'acquired')).toBe(1);
+          const winner = inputs[results.findIndex((r) => r.status === 'acquired')]!;
+          for (const [i, result] of results.entries()) {
+            if (result.status === 'acquired') continue;
+            const same = inputs[i]!.fingerprint === winner.fingerprint;
+            expect(result.status).toBe(same ? 'in_progress' : 'drift');
+            expect(result.record.token).toBe(winner.token);
+          }
+        },
+      );
+
+      define('concurrent claims on distinct keys all acquire', async ({ store }) => {
+        const base = key();
+        const inputs = Array.from({ length: concurrency }, (_, i) => claimInput(`${base}-${i}`));
+        const results = await Promise.all(inputs.map((input) => store.claim(input)));
+        expect(count(results, 'acquired')).toBe(concurrency);
+        const records = await Promise.all(inputs.map((input) => store.get(input.key)));
+        for (const [i, record] of records.entries()) expect(record?.token).toBe(inputs[i]!.token);
+      });
+
+      define(
+        'concurrent complete and release by the owner: exactly one wins',
+        async ({ store }) => {
+          const base = key();
+          const owners = Array.from({ length: Math.min(concurrency, 20) }, (_, i) =>
+            claimInput(`${base}-${i}`),
+          );
+          for (const input of owners) await acquire(store, input);
+          const races = await Promise.all(
+            owners.map((input) =>
+              Promise.all([
+                store.complete({
+                  key: input.key,
+                  token: input.token,
+                  state: 'completed',
+                  outcome: '"won"',
+                  ttlMs: LONG_TTL,
+                }),
+                store.release(input.key, input.token),
+              ]),
+            ),
+          );
+          for (const [i, [completed, released]] of races.entries()) {
+            expect(Number(completed) + Number(released)).toBe(1);
+            const record = await store.get(owners[i]!.key);
+            if (completed) expect(record?.state).toBe('completed');
+            else expect(record).toBeUndefined();
+          }
+        },
+      );
+
+      define(
+        'concurrent renew by the stale owner and takeover: exactly one wins',
+        async ({ store, clock }) => {
+          const base = key();
+          const owners = Array.from({ length: Math.min(concurrency, 20) }, (_, i) =>
+            claimInput(`${base}-${i}`, { leaseMs: LEASE, ttlMs: TTL }),
+          );
+          for (const input of owners) await acquire(store, input);
+          await clock.advance(ms(150));
+          const takers = owners.map(() => randomUUID());
+          const races = await Promise.all(
+            owners.map((input, i) =>
+              Promise.all([
+                store.renew(input.key, input.token, LONG_LEASE),
+                store.takeover({
+                  key: input.key,
+                  staleToken: input.token,
+                  token: takers[i]!,
+                  leaseMs: LONG_LEASE,
+                  ttlMs: LONG_TTL,
+                }),
+              ]),
+            ),
+          );
+          for (const [i, [renewed, taken]] of races.entries()) {
+            expect(Number(renewed) + Number(taken)).toBe(1);
+            const record = await mustGet(store, owners[i]!.key);
+            expect(record.token).toBe(taken ? takers[i] : owners[i]!.token);
+            expectStatus(await store.claim(claimInput(owners[i]!.key)), 'in_progress');
+          }
+        },
+      );
+    });
+
+    describe('waitForChange', () => {
+      const WAIT = ms(4_000);
+
+      define('waitForChange (when present) resolves promptly after complete', async ({ store }) => {
+        if (store.waitForChange === undefined) return;
+        const k = key();
+        const owner = claimInput(k);
+        await acquire(store, owner);
+        const waiting = watch(store.waitForChange(k, WAIT));
+        await sleep(ms(50));
+        expect(waiting.state()).toBe('pending');
+        const changedAt = performance.now();
+        await complete(store, k, owner.token);
+        expect(await waiting.settle(WAIT / 2)).toBe('resolved');
+        expect(performance.now() - changedAt).toBeLessThan(WAIT / 2);
+      });
+
+      define('waitForChange (when present) resolves promptly after release', async ({ store }) => {
+        if (store.waitForChange === undefined) return;
+        const k = key();
+        const owner = claimInput(k);
+        await acquire(store, owner);
+        const waiting = watch(store.waitForChange(k, WAIT));
+        await sleep(ms(50));
+        expect(waiting.state()).toBe('pending');
+        const changedAt = performance.now();
+        expect(await store.release(k, owner.token)).toBe(true);
+        expect(await waiting.settle(WAIT / 2)).toBe('resolved');
+        expect(performance.now() - changedAt).toBeLessThan(WAIT / 2);
+      });
+
+      define(
+        'waitForChange (when present) resolves after its timeout when nothing happens',
+        async ({ store }) => {
+          if (store.waitForChange === undefined) return;
+          const k = key();
+          await acquire(store, claimInput(k));
+          const timeout = ms(100);
+          for (const target of [k, key('missing')]) {
+            const start = performance.now();
+            const waiting = watch(store.waitForChange(target, timeout));
+            expect(await waiting.settle(timeout + ms(2_000))).toBe('resolved');
+            const elapsed = performance.now() - start;
+            expect(elapsed).toBeGreaterThanOrEqual(timeout * 0.8);
+          }
+        },
+      );
+
+      define('waitForChange (when present) does not hang after close', async ({ store }) => {
+        if (store.waitForChange === undefined || store.close === undefined) return;
+        const k = key();
+        await acquire(store, claimInput(k));
+        const pending = watch(store.waitForChange(k, ms(10_000)));
+        await sleep(ms(20));
+        await store.close();
+        expect(SETTLED).toContain(await pending.settle(ms(2_000)));
+        // A wait that starts after close does not hang either.
+        const late = watch(store.waitForChange(k, ms(50)));
+        expect(SETTLED).toContain(await late.settle(ms(2_000)));
+      });
+    });
+
+    describe('keys', () => {
+      define('keys with awkward characters are independent records', async ({ store }) => {
+        const base = key();
+        const long = `${base}-`.padEnd(127, 'x');
+        const keys = [
+          base,
+          `${base}:`,
+          `${base}:a`,
+          `${base}:a:b`,
+          `${base}{a}`,
+          `{${base}}`,
+          `${base} a`,
+          `${base} `,
+          `${base}é`,
+          `${base}e\u0301`,
+          `${base}K`,
+          `${base}k`,
+          `${base}🔑 ключ 鍵`,
+          `${base}*`,
+          `${base}?`,
+          `${base}%`,
+          `${base}_`,
+          `${base}/\\'"`,
+          `${long}x`,
+          `${long}y`,
+        ];
+        expect(new Set(keys).size).toBe(keys.length);
+        expect(`${long}x`.length).toBe(128);
+
+        const inputs = keys.map((k, i) => claimInput(k, { fingerprint: fingerprint(`key-${i}`) }));
+        for (const input of inputs) await acquire(store, input);
+        for (const [i, input] of inputs.entries()) {
+          const record = await mustGet(store, input.key);
+          expect({ key: record.key, fingerprint: record.fingerprint, token: record.token }).toEqual(
+            {
+              key: keys[i],
+              fingerprint: input.fingerprint,
+              token: input.token,
+            },
+          );
+        }
+        for (const [i, input] of inputs.entries()) {
+          await complete(store, input.key, input.token, 'completed', `"outcome ${i}"`);
+        }
+        const released = claimInput(`${base}-released`);
+        await acquire(store, released);
+        expect(await store.release(released.key, released.token)).toBe(true);
+        for (const [i, input] of inputs.entries()) {
+          const result = expectStatus(
+            await store.claim(claimInput(input.key, { fingerprint: input.fingerprint })),
+            'completed',
+          );
+          expect(result.record.outcome).toBe(`"outcome ${i}"`);
+        }
+      });
+    });
+  });
+}
+
+/** Outcomes a store must keep byte-exact. */
+const AWKWARD_OUTCOMES: readonly string[] = [
+  '{"ok":true}',
+  'héllo wörld — “curly” "straight" \'single\' `back` \\ \\\\ \\n (escaped) ',
+  'line 1\nline 2\r\nline 3\ttab\u2028ls\u2029ps\n\n',
+  'emoji 👩🏽‍💻 🇪🇺, CJK 你好世界, RTL שלום مرحبا, combining e\u0301, astral 𝄞\u{1F600}',
+  '{"nested":"{\\"json\\":\\"in json\\"}","escaped":"\\u00e9\\u0000","n":12345678901234567890}',
+  '',
+  ' leading and trailing spaces ',
+  bigOutcome(),
+];
+
+function bigOutcome(): string {
+  const lines: string[] = [];
+  let length = 0;
+  for (let i = 0; length < 100_000; i++) {
+    const line = `{"line":${i},"text":"ü€𝄞 \\"q\\" \\\\ '"}\n`;
+    lines.push(line);
+    length += line.length;
+  }
+  return lines.join('');
+}
+
+function fingerprint(label: string): string {
+  return createHash('sha256').update(label).digest('base64url');
+}
+
+type Settlement = 'pending' | 'resolved' | 'rejected';
+const SETTLED: readonly Settlement[] = ['resolved', 'rejected'];
+
+/** Follow a promise's settlement without letting a rejection go unhandled. */
+function watch(promise: Promise<unknown>): {
+  state(): Settlement;
+  settle(withinMs: number): Promise<Settlement>;
+} {
+  let state: Settlement = 'pending';
+  const settled = promise.then(
+    () => {
+      state = 'resolved';
+    },
+    () => {
+      state = 'rejected';
+    },
+  );
+  return {
+    state: () => state,
+    settle: async (withinMs) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, withinMs);
+      });
+      await Promise.race([settled, deadline]);
+      clearTimeout(timer);
+      return state;
+    },
+  };
+}
