@@ -1,8 +1,18 @@
 export { createTestClock, sleep, type TestClock, type TestClockOptions } from './clock.js';
 export {
+  countEffects,
+  newScenarioFiles,
+  type RunWorkersOptions,
+  runWorkers,
+  type WorkerCallResult,
+  type WorkerReport,
+  type WorkerScenario,
+} from './processes.js';
+export {
   type ExpectLike,
   type ExpectMatchers,
   runStoreConformance,
   type StoreConformanceOptions,
 } from './store-conformance.js';
 export { uniqueKey } from './unique-key.js';
+export { serviceAvailable } from './service.js';

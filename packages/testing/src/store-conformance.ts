@@ -205,7 +205,7 @@ export function runStoreConformance<S extends IdempotencyStore>(
           expect(typeof store.name).toBe('string');
           expect(store.name.length).toBeGreaterThan(0);
           expect(typeof store.capabilities).toBe('object');
-          expect(typeof store.capabilities.crossProcessNotify).toBe('boolean');
+          expect(typeof store.capabilities.notifiesChanges).toBe('boolean');
           expect(typeof store.capabilities.durable).toBe('boolean');
         },
       );
