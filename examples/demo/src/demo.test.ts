@@ -16,6 +16,6 @@ test('the demo turn: a lost reply is replayed, a parallel duplicate runs once, d
     'executed',
   ]);
   const text = result.transcript.join('\n');
-  expect(text).toMatch(/"replayed":true\s+\[call_a2\]/);
+  expect(text).toMatch(/"replayed":true\}\s+\[call_a2\]/);
   expect(text).toMatch(/"error":"drift"/);
 });
