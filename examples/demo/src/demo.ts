@@ -2,26 +2,59 @@
  * A scripted agent turn, offline: a payment tool whose reply is lost, the agent's retry, a
  * parallel duplicate, and an argument drift. Every tool call goes through the executor.
  */
+import { spawn } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import {
   createIdempotency,
-  createMemoryStore,
   IdempotencyError,
   type IdempotencyEvent,
   type IdempotencyStore,
-} from '@idempotent-tools/core';
+  openSqliteStore,
+} from '@idempotent-tools/store-sqlite';
 
-/** A payment vendor with no idempotency of its own: every request is a new charge. */
+interface Charge {
+  id: string;
+  customer: string;
+  amount: number;
+}
+
+/**
+ * A payment vendor with no idempotency of its own: every request is a new charge. Its ledger is a
+ * file, so charges made by another process (one that was killed) count too.
+ */
 export class PaymentVendor {
-  readonly charges: Array<{ id: string; customer: string; amount: number }> = [];
-  charge(customer: string, amount: number) {
-    const charge = {
-      id: `ch_${String(this.charges.length + 1).padStart(4, '0')}`,
-      customer,
-      amount,
-    };
-    this.charges.push(charge);
+  constructor(readonly ledger: string) {}
+  get charges(): Charge[] {
+    if (!existsSync(this.ledger)) return [];
+    return readFileSync(this.ledger, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Charge);
+  }
+  charge(customer: string, amount: number): Charge {
+    const id = `ch_${String(this.charges.length + 1).padStart(4, '0')}`;
+    const charge = { id, customer, amount };
+    appendFileSync(this.ledger, `${JSON.stringify(charge)}\n`);
     return charge;
   }
+}
+
+/** The demo's files: the SQLite store and the vendor's ledger. */
+export function demoFiles(dir = fileURLToPath(new URL('../.demo-data/', import.meta.url))) {
+  return { dir, database: `${dir}/idempotency.sqlite`, ledger: `${dir}/vendor-ledger.jsonl` };
+}
+
+/** The charge_card tool, as both the agent and the crashing child run it. */
+export function chargeCardTool(
+  idempotency: ReturnType<typeof createIdempotency>,
+  vendor: PaymentVendor,
+) {
+  return (args: Record<string, unknown>, turnId: string) =>
+    idempotency.run({ toolName: 'charge_card', turnId, args }, async (a) => {
+      await new Promise((r) => setTimeout(r, 30)); // the vendor takes a moment
+      return vendor.charge(String(a.customer), Number(a.amount));
+    });
 }
 
 /** A CRM whose customers are identified by email. */
@@ -48,28 +81,25 @@ interface ToolCall {
 }
 
 export async function runDemo(
-  options: { store?: IdempotencyStore; print?: (line: string) => void } = {},
+  options: { dir?: string; print?: (line: string) => void } = {},
 ): Promise<DemoResult> {
   const transcript: string[] = [];
   const say = (line: string) => {
     transcript.push(line);
     options.print?.(line);
   };
-  const vendor = new PaymentVendor();
+  const files = demoFiles(options.dir);
+  rmSync(files.dir, { recursive: true, force: true });
+  mkdirSync(files.dir, { recursive: true });
+  const vendor = new PaymentVendor(files.ledger);
   const crm = new Crm();
   const events: IdempotencyEvent[] = [];
-  const idempotency = createIdempotency({
-    store: options.store ?? createMemoryStore(),
-    onEvent: (event) => events.push(event),
-  });
+  const store: IdempotencyStore = openSqliteStore(files.database);
+  const idempotency = createIdempotency({ store, onEvent: (event) => events.push(event) });
 
   // The tools, as an agent framework would hold them.
   const tools = {
-    charge_card: (args: Record<string, unknown>, turnId: string) =>
-      idempotency.run({ toolName: 'charge_card', turnId, args }, async (a) => {
-        await new Promise((r) => setTimeout(r, 30)); // the vendor takes a moment
-        return vendor.charge(String(a.customer), Number(a.amount));
-      }),
+    charge_card: chargeCardTool(idempotency, vendor),
     create_customer: (args: Record<string, unknown>, turnId: string) =>
       idempotency.run(
         { toolName: 'create_customer', turnId, args },
@@ -155,6 +185,20 @@ export async function runDemo(
     't-101',
   );
 
+  say(
+    '\n7. Turn t-102: another agent process charges, stores the outcome, and is killed (SIGKILL) before it replies',
+  );
+  const crash = await runCrashingAgent(files.dir, charge, 't-102');
+  say(
+    `  process ${crash.pid} died by ${crash.signal}; the vendor ledger now holds ${vendor.charges.length} charges`,
+  );
+  await step(
+    '8. The restarted agent retries the call: the record in the SQLite file replays it',
+    [{ id: 'call_f1', name: 'charge_card', args: charge }],
+    't-102',
+  );
+  await store.close?.();
+
   const count = (outcome: string) => events.filter((e) => e.outcome === outcome).length;
   say('\nWhat the vendors saw');
   say(
@@ -165,4 +209,23 @@ export async function runDemo(
     `  tool calls: ${events.length}; executed ${count('executed')}, replayed ${count('replayed')}, waited+replayed ${count('waited')}, drift ${count('drift')}`,
   );
   return { charges: vendor.charges.length, customers: crm.customers.size, events, transcript };
+}
+
+/** Run `crash-child.ts` in a new Node process (TypeScript via tsx) and wait for it to die. */
+function runCrashingAgent(dir: string, args: object, turnId: string) {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      fileURLToPath(new URL('./crash-child.ts', import.meta.url)),
+      dir,
+      turnId,
+      JSON.stringify(args),
+    ],
+    { stdio: ['ignore', 'inherit', 'inherit'], cwd: fileURLToPath(new URL('..', import.meta.url)) },
+  );
+  return new Promise<{ pid: number | undefined; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (_code, signal) => resolve({ pid: child.pid, signal })),
+  );
 }

@@ -1,0 +1,12 @@
+export * from '@idempotent-tools/core';
+export type {
+  SqliteDatabaseLike,
+  SqliteDriverName,
+  SqliteStatementLike,
+} from './driver.js';
+export {
+  createSqliteStore,
+  openSqliteStore,
+  SqliteStore,
+  type SqliteStoreOptions,
+} from './sqlite-store.js';

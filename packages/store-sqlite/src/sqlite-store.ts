@@ -1,0 +1,518 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type ClaimInput,
+  type ClaimResult,
+  type CompleteInput,
+  IdempotencyError,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+  InvalidInputError,
+  StoreUnavailableError,
+  type TakeoverInput,
+} from '@idempotent-tools/core';
+import {
+  type Driver,
+  isBusy,
+  type SqliteDatabaseLike,
+  type SqliteDriverName,
+  type Statement,
+  sqliteCode,
+  toDriver,
+} from './driver.js';
+
+export interface SqliteStoreOptions {
+  /**
+   * Table holding the records, created if missing (with an index on `expires_at`). Letters,
+   * digits and `_`, not starting with a digit or `sqlite_`, at most 63 characters.
+   * @default 'idempotency_records'
+   */
+  table?: string;
+  /**
+   * How long a statement waits for another connection's write lock before failing with
+   * `StoreUnavailableError`, in ms (`PRAGMA busy_timeout`, set on the connection).
+   * @default 5000
+   */
+  busyTimeoutMs?: number;
+  /**
+   * Switch the database to write-ahead logging (`PRAGMA journal_mode=WAL`, kept in the file):
+   * readers never block the writer, and replays never wait for a lock. Set `false` to keep
+   * the journal mode you chose.
+   * @default true
+   */
+  wal?: boolean;
+  /**
+   * `PRAGMA synchronous` for the connection. `NORMAL` with WAL: every commit survives a crash of
+   * the process; a power loss or OS crash may roll back the last commits (never corrupts).
+   * `FULL`: commits also survive a power loss, at the cost of an fsync per write.
+   * @default 'NORMAL'
+   */
+  synchronous?: 'NORMAL' | 'FULL' | 'EXTRA';
+  /**
+   * The clock, in ms since the epoch. Every process sharing a file must use the same clock
+   * (the system clock); tests pass a controllable one.
+   * @default Date.now
+   */
+  now?: () => number;
+  /**
+   * Amortised cleanup: after this many writes the store deletes up to `sweepBatch` expired rows,
+   * so the table stays bounded by the live records even if `purgeExpired` is never called.
+   * `0` turns it off.
+   * @default 100
+   */
+  sweepEvery?: number;
+  /**
+   * Most expired rows one amortised cleanup deletes (keeps each cleanup short).
+   * @default 500
+   */
+  sweepBatch?: number;
+}
+
+const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+const COLUMNS =
+  'key, state, fingerprint, token, lease_expires_at, expires_at, created_at, completed_at, outcome, tool_name, scope, turn_id';
+const SETUP_RETRY_MS = 25;
+
+interface Row {
+  key: string;
+  state: IdempotencyRecord['state'];
+  fingerprint: string;
+  token: string;
+  lease_expires_at: number | bigint;
+  expires_at: number | bigint;
+  created_at: number | bigint;
+  completed_at: number | bigint | null;
+  outcome: string | null;
+  tool_name: string | null;
+  scope: string | null;
+  turn_id: string | null;
+}
+
+type Statements = Record<
+  'select' | 'insert' | 'complete' | 'release' | 'renew' | 'takeover' | 'purge' | 'sweep',
+  Statement
+>;
+
+/** In-process wake-ups, shared by every store of this module on one file and table. */
+const channels = new Map<string, Set<() => void>>();
+
+function toRecord(row: Row): IdempotencyRecord {
+  const record: IdempotencyRecord = {
+    key: row.key,
+    state: row.state,
+    fingerprint: row.fingerprint,
+    token: row.token,
+    leaseExpiresAt: Number(row.lease_expires_at),
+    expiresAt: Number(row.expires_at),
+    createdAt: Number(row.created_at),
+  };
+  if (row.completed_at !== null) record.completedAt = Number(row.completed_at);
+  if (row.outcome !== null) record.outcome = row.outcome;
+  if (row.tool_name !== null || row.scope !== null || row.turn_id !== null) {
+    record.meta = {};
+    if (row.tool_name !== null) record.meta.toolName = row.tool_name;
+    if (row.scope !== null) record.meta.scope = row.scope;
+    if (row.turn_id !== null) record.meta.turnId = row.turn_id;
+  }
+  return record;
+}
+
+function checkCount(field: string, value: unknown, min: number): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} must be a whole number >= ${min}, got ${String(value)}.`,
+    });
+  }
+  return value;
+}
+
+/** Block the thread for `ms` (only while a concurrent first setup holds the schema lock). */
+function pause(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * The SQLite store: durable, embedded, shared safely by every process on one machine that opens
+ * the same file. Pass your own connection, a `node:sqlite` `DatabaseSync` (no native build) or a
+ * `better-sqlite3` `Database`; the store never closes it.
+ *
+ * ```ts
+ * const store = createSqliteStore(new DatabaseSync('agent.db'));
+ * const idempotency = createIdempotency({ store });
+ * ```
+ */
+export function createSqliteStore(
+  db: SqliteDatabaseLike,
+  options: SqliteStoreOptions = {},
+): SqliteStore {
+  return new SqliteStore(db, options, false);
+}
+
+/**
+ * Open (or create) the SQLite file at `path` with `node:sqlite` and return a store over it;
+ * `close()` closes the connection.
+ *
+ * ```ts
+ * const store = openSqliteStore('agent.db');
+ * ```
+ */
+export function openSqliteStore(path: string, options: SqliteStoreOptions = {}): SqliteStore {
+  if (typeof path !== 'string' || path === '') {
+    throw new InvalidInputError({
+      field: 'path',
+      message: "openSqliteStore needs a file path, e.g. openSqliteStore('agent.db').",
+    });
+  }
+  const sqlite = process.getBuiltinModule?.('node:sqlite');
+  if (sqlite === undefined) {
+    throw new Error(
+      'openSqliteStore needs node:sqlite (Node >= 22.13). On an older Node, pass a better-sqlite3 Database to createSqliteStore.',
+    );
+  }
+  const { DatabaseSync } = sqlite;
+  let db: InstanceType<typeof DatabaseSync>;
+  try {
+    db = new DatabaseSync(path);
+  } catch (cause) {
+    throw new StoreUnavailableError({
+      cause,
+      message: `Could not open the SQLite file ${path}: ${String((cause as Error).message)}. Check that the directory exists and is writable, then try again.`,
+    });
+  }
+  try {
+    return new SqliteStore(db, options, true);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+/** The SQLite store. Build it with `createSqliteStore` or `openSqliteStore`. */
+export class SqliteStore implements IdempotencyStore {
+  readonly specificationVersion = 'v1' as const;
+  readonly name = 'sqlite';
+  /** Durable; other processes cannot push changes, so waiters there poll (the executor does it). */
+  readonly capabilities = { notifiesChanges: false, durable: true };
+  /** The table holding the records. */
+  readonly table: string;
+  /** The library of the connection. */
+  readonly driver: SqliteDriverName;
+  /** The connection (yours, or the one `openSqliteStore` opened). */
+  readonly database: SqliteDatabaseLike;
+
+  readonly #db: Driver;
+  readonly #ownsDatabase: boolean;
+  readonly #now: () => number;
+  readonly #busyTimeoutMs: number;
+  readonly #wal: boolean;
+  readonly #synchronous: string;
+  readonly #sweepEvery: number;
+  readonly #sweepBatch: number;
+  readonly #channel: string;
+  readonly #waiters = new Set<() => void>();
+  #statements: Statements | undefined;
+  #writes = 0;
+  #closed = false;
+
+  /** @internal Use `createSqliteStore` or `openSqliteStore`. */
+  constructor(db: SqliteDatabaseLike, options: SqliteStoreOptions, ownsDatabase: boolean) {
+    this.#db = toDriver(db);
+    this.database = db;
+    this.driver = this.#db.name;
+    this.#ownsDatabase = ownsDatabase;
+    const table = options.table ?? 'idempotency_records';
+    if (typeof table !== 'string' || !TABLE_NAME.test(table) || /^sqlite_/i.test(table)) {
+      throw new InvalidInputError({
+        field: 'table',
+        message: `table must be 1-63 letters, digits or _, not starting with a digit or sqlite_, got ${JSON.stringify(table)}.`,
+      });
+    }
+    this.table = table;
+    this.#busyTimeoutMs = checkCount('busyTimeoutMs', options.busyTimeoutMs ?? 5000, 0);
+    this.#sweepEvery = checkCount('sweepEvery', options.sweepEvery ?? 100, 0);
+    this.#sweepBatch = checkCount('sweepBatch', options.sweepBatch ?? 500, 1);
+    this.#wal = options.wal ?? true;
+    this.#synchronous = options.synchronous ?? 'NORMAL';
+    if (!['NORMAL', 'FULL', 'EXTRA'].includes(this.#synchronous)) {
+      throw new InvalidInputError({
+        field: 'synchronous',
+        message: `synchronous must be 'NORMAL', 'FULL' or 'EXTRA', got ${String(this.#synchronous)}.`,
+      });
+    }
+    if (options.now !== undefined && typeof options.now !== 'function') {
+      throw new InvalidInputError({ field: 'now', message: 'now must be a function.' });
+    }
+    this.#now = options.now ?? Date.now;
+    this.#channel = `${this.#db.file ?? randomUUID()}\0${table}\0`;
+    this.#statements = this.#engine('setup', () => this.#setup());
+  }
+
+  async claim(input: ClaimInput): Promise<ClaimResult> {
+    return this.#engine('claim', () => {
+      const { select, insert } = this.#prepared();
+      // Read first: a replay or a wait takes no write lock. Only a miss writes, with an upsert
+      // that replaces nothing live; if another process won meanwhile, read its record.
+      for (let attempt = 0; attempt < 100; attempt++) {
+        const now = this.#now();
+        const row = select.get(input.key, now) as Row | undefined;
+        if (row !== undefined) {
+          const record = toRecord(row);
+          if (record.fingerprint !== input.fingerprint) return { status: 'drift', record };
+          if (record.state !== 'in_progress') return { status: 'completed', record };
+          if (record.leaseExpiresAt <= now) return { status: 'stale', record };
+          return { status: 'in_progress', record };
+        }
+        const inserted = insert.get(
+          input.key,
+          input.fingerprint,
+          input.token,
+          now + input.leaseMs,
+          now + Math.max(input.ttlMs, input.leaseMs),
+          now,
+          input.meta?.toolName ?? null,
+          input.meta?.scope ?? null,
+          input.meta?.turnId ?? null,
+          now,
+        ) as Row | undefined;
+        if (inserted !== undefined) {
+          this.#wrote(now);
+          return { status: 'acquired', token: input.token, record: toRecord(inserted) };
+        }
+      }
+      throw new Error(`the record of ${input.key} kept changing under 100 claims in a row`);
+    });
+  }
+
+  async complete(input: CompleteInput): Promise<boolean> {
+    return this.#engine('complete', () => {
+      const now = this.#now();
+      const { changes } = this.#prepared().complete.run(
+        input.state,
+        input.outcome,
+        now,
+        now + input.ttlMs,
+        input.key,
+        input.token,
+        now,
+      );
+      if (Number(changes) === 0) return false;
+      this.#notify(input.key);
+      this.#wrote(now);
+      return true;
+    });
+  }
+
+  async release(key: string, token: string): Promise<boolean> {
+    return this.#engine('release', () => {
+      const { changes } = this.#prepared().release.run(key, token, this.#now());
+      if (Number(changes) === 0) return false;
+      this.#notify(key);
+      return true;
+    });
+  }
+
+  async renew(key: string, token: string, leaseMs: number): Promise<boolean> {
+    return this.#engine('renew', () => {
+      const now = this.#now();
+      const until = now + leaseMs;
+      return Number(this.#prepared().renew.run(until, until, key, token, now).changes) > 0;
+    });
+  }
+
+  async takeover(input: TakeoverInput): Promise<boolean> {
+    return this.#engine('takeover', () => {
+      const now = this.#now();
+      const { changes } = this.#prepared().takeover.run(
+        input.token,
+        now + input.leaseMs,
+        now + Math.max(input.ttlMs, input.leaseMs),
+        input.key,
+        input.staleToken,
+        now,
+        now,
+      );
+      return Number(changes) > 0;
+    });
+  }
+
+  async get(key: string): Promise<IdempotencyRecord | undefined> {
+    return this.#engine('get', () => {
+      const row = this.#prepared().select.get(key, this.#now()) as Row | undefined;
+      return row === undefined ? undefined : toRecord(row);
+    });
+  }
+
+  /**
+   * Resolves when a store of this process completes or releases `key` in the same file and
+   * table, or after `timeoutMs`. Other processes cannot notify: the executor polls meanwhile.
+   */
+  waitForChange(key: string, timeoutMs: number): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const channel = this.#channel + key;
+      let set = channels.get(channel);
+      if (set === undefined) {
+        set = new Set();
+        channels.set(channel, set);
+      }
+      const waiters = set;
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        this.#waiters.delete(done);
+        if (waiters.size === 0 && channels.get(channel) === waiters) channels.delete(channel);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      waiters.add(done);
+      this.#waiters.add(done);
+    });
+  }
+
+  /** Delete every expired record now; returns how many were removed. */
+  async purgeExpired(): Promise<number> {
+    return this.#engine('purgeExpired', () =>
+      Number(this.#prepared().purge.run(this.#now()).changes),
+    );
+  }
+
+  /** Stop the store and wake its waiters; closes the connection only if `openSqliteStore` opened it. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#statements = undefined;
+    for (const wake of [...this.#waiters]) wake();
+    if (this.#ownsDatabase && this.#db.isOpen()) this.database.close();
+  }
+
+  #setup(): Statements {
+    const deadline = Date.now() + this.#busyTimeoutMs;
+    for (;;) {
+      try {
+        return this.#setupOnce();
+      } catch (error) {
+        // A first setup by another process (journal mode switch, CREATE TABLE) holds the lock.
+        if (!isBusy(sqliteCode(error)) || Date.now() >= deadline) throw error;
+        pause(SETUP_RETRY_MS);
+      }
+    }
+  }
+
+  #setupOnce(): Statements {
+    const db = this.#db;
+    const t = `"${this.table}"`;
+    db.exec(`PRAGMA busy_timeout = ${this.#busyTimeoutMs}`);
+    if (this.#wal && db.file !== undefined) {
+      const mode = db.prepare('PRAGMA journal_mode').get() as { journal_mode?: string };
+      if (mode.journal_mode?.toLowerCase() !== 'wal') db.exec('PRAGMA journal_mode = WAL');
+    }
+    db.exec(`PRAGMA synchronous = ${this.#synchronous}`);
+    db.exec(`CREATE TABLE IF NOT EXISTS ${t} (
+      key TEXT PRIMARY KEY NOT NULL,
+      state TEXT NOT NULL,
+      fingerprint TEXT NOT NULL,
+      token TEXT NOT NULL,
+      lease_expires_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      created_at INTEGER NOT NULL,
+      completed_at INTEGER,
+      outcome TEXT,
+      tool_name TEXT,
+      scope TEXT,
+      turn_id TEXT
+    )`);
+    db.exec(`CREATE INDEX IF NOT EXISTS "${this.table}_expires_at" ON ${t} (expires_at)`);
+    const fenced = `key = ? AND token = ? AND state = 'in_progress' AND expires_at > ?`;
+    return {
+      select: db.prepare(`SELECT ${COLUMNS} FROM ${t} WHERE key = ? AND expires_at > ?`),
+      insert: db.prepare(
+        `INSERT INTO ${t} (${COLUMNS}) VALUES (?, 'in_progress', ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)
+         ON CONFLICT (key) DO UPDATE SET state = excluded.state, fingerprint = excluded.fingerprint,
+           token = excluded.token, lease_expires_at = excluded.lease_expires_at,
+           expires_at = excluded.expires_at, created_at = excluded.created_at, completed_at = NULL,
+           outcome = NULL, tool_name = excluded.tool_name, scope = excluded.scope,
+           turn_id = excluded.turn_id
+         WHERE ${t}.expires_at <= ?
+         RETURNING ${COLUMNS}`,
+      ),
+      complete: db.prepare(
+        `UPDATE ${t} SET state = ?, outcome = ?, completed_at = ?, expires_at = ? WHERE ${fenced}`,
+      ),
+      release: db.prepare(`DELETE FROM ${t} WHERE ${fenced}`),
+      renew: db.prepare(
+        `UPDATE ${t} SET lease_expires_at = ?, expires_at = max(expires_at, ?) WHERE ${fenced}`,
+      ),
+      takeover: db.prepare(
+        `UPDATE ${t} SET token = ?, lease_expires_at = ?, expires_at = ?
+         WHERE key = ? AND token = ? AND state = 'in_progress' AND lease_expires_at <= ? AND expires_at > ?`,
+      ),
+      purge: db.prepare(`DELETE FROM ${t} WHERE expires_at <= ?`),
+      sweep: db.prepare(
+        `DELETE FROM ${t} WHERE rowid IN (SELECT rowid FROM ${t} WHERE expires_at <= ? LIMIT ?)`,
+      ),
+    };
+  }
+
+  #prepared(): Statements {
+    // A node:sqlite connection closed and reopened by its owner: its statements were finalised
+    // and its busy timeout reset, so set the connection up again.
+    this.#statements ??= this.#setup();
+    return this.#statements;
+  }
+
+  /** Count a write; every `sweepEvery` writes delete a bounded batch of expired rows. */
+  #wrote(now: number): void {
+    if (this.#sweepEvery === 0 || ++this.#writes % this.#sweepEvery !== 0) return;
+    try {
+      this.#prepared().sweep.run(now, this.#sweepBatch);
+    } catch {
+      // Best effort (e.g. the lock is busy): the write it follows has committed; the next sweep
+      // or purgeExpired catches up.
+    }
+  }
+
+  #notify(key: string): void {
+    const waiters = channels.get(this.#channel + key);
+    if (waiters !== undefined) for (const wake of [...waiters]) wake();
+  }
+
+  /** Run one operation; engine failures become `StoreUnavailableError`. */
+  #engine<T>(operation: string, run: () => T): T {
+    if (this.#closed) {
+      throw new StoreUnavailableError({
+        message: `The SQLite store was closed, so ${operation} cannot run. Create a new store (createSqliteStore / openSqliteStore) and retry the call.`,
+      });
+    }
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (!this.#db.isOpen()) throw new Error('database is not open');
+        return run();
+      } catch (error) {
+        if (IdempotencyError.isInstance(error)) throw error;
+        const code = sqliteCode(error);
+        // Statements finalised by a close and reopen never ran: prepare them again, once.
+        if (code === 'SQLITE_CLOSED' && this.#db.isOpen() && attempt === 0) {
+          this.#statements = undefined;
+          continue;
+        }
+        if (code === 'SQLITE_CLOSED') this.#statements = undefined;
+        throw this.#unavailable(operation, error, code);
+      }
+    }
+  }
+
+  #unavailable(operation: string, cause: unknown, code: string | undefined): StoreUnavailableError {
+    const where = this.#db.file ?? 'an in-memory database';
+    const what = `${cause instanceof Error ? cause.message : String(cause)}${code === undefined ? '' : ` (${code})`}`;
+    const next =
+      code === 'SQLITE_CLOSED'
+        ? 'The connection is closed: reopen it (node:sqlite db.open()) or open a new one and create a new store, then retry the call.'
+        : isBusy(code)
+          ? `Another connection held the write lock longer than busyTimeoutMs (${this.#busyTimeoutMs} ms): look for a long transaction on the file, or raise busyTimeoutMs, then retry the call.`
+          : `Check that ${where} and its directory exist, are writable and the disk is not full, then retry the call.`;
+    return new StoreUnavailableError({
+      cause,
+      message: `The SQLite idempotency store (${where}, table ${this.table}) failed during ${operation}: ${what}. ${next}`,
+    });
+  }
+}
