@@ -8,6 +8,7 @@ export {
   type WorkerReport,
   type WorkerScenario,
 } from './processes.js';
+export { serviceAvailable } from './service.js';
 export {
   type ExpectLike,
   type ExpectMatchers,
@@ -15,4 +16,3 @@ export {
   type StoreConformanceOptions,
 } from './store-conformance.js';
 export { uniqueKey } from './unique-key.js';
-export { serviceAvailable } from './service.js';
