@@ -654,11 +654,11 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
                 }),
               );
             }
-            // Wake on: this process settling the key, the store's push, the lease running out,
-            // or an adaptive poll for stores that cannot push across processes.
-            const untilStale = Math.max(1, claim.record.leaseExpiresAt - now + 1);
-            const poll = store.capabilities.notifiesChanges ? untilStale : pollMs;
-            const timeout = Math.max(1, Math.min(deadline - now, untilStale, poll));
+            // Wake on: this process settling the key, the store's push, or an adaptive poll for
+            // stores that cannot push across processes. A store that pushes is still asked again
+            // once per lease, to find a holder that died (the store's clock decides staleness).
+            const poll = store.capabilities.notifiesChanges ? policy.lease : pollMs;
+            const timeout = Math.max(1, Math.min(deadline - now, poll));
             const waits = [waitLocal(key, timeout)];
             if (store.waitForChange !== undefined) waits.push(store.waitForChange(key, timeout));
             await Promise.race(waits);

@@ -1,9 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type {
-  ClaimInput,
-  ClaimResult,
-  IdempotencyRecord,
-  IdempotencyStore,
+import {
+  type ClaimInput,
+  type ClaimResult,
+  createIdempotency,
+  type IdempotencyRecord,
+  type IdempotencyStore,
 } from '@idempotent-tools/core';
 import { createTestClock, sleep, type TestClock } from './clock.js';
 import { uniqueKey } from './unique-key.js';
@@ -67,6 +68,11 @@ export interface StoreConformanceOptions<S extends IdempotencyStore = Idempotenc
    * @default 200
    */
   concurrency?: number;
+  /**
+   * Number of concurrent executor calls of one tool call in the single-execution test.
+   * @default 1000
+   */
+  executorConcurrency?: number;
 }
 
 interface TestContext<S> {
@@ -101,6 +107,7 @@ export function runStoreConformance<S extends IdempotencyStore>(
   const mode = options.clock;
   const scale = options.timeScale ?? 1;
   const concurrency = options.concurrency ?? 200;
+  const executorConcurrency = options.executorConcurrency ?? 1000;
   if (!(Number.isFinite(scale) && scale > 0)) {
     throw new RangeError(`timeScale must be a positive number, got ${scale}`);
   }
@@ -834,6 +841,26 @@ export function runStoreConformance<S extends IdempotencyStore>(
     });
 
     describe('concurrency', () => {
+      define(
+        `executor: ${executorConcurrency} concurrent calls of one tool call run it once, and every caller gets its outcome`,
+        async ({ store }) => {
+          const idempotency = createIdempotency({ store });
+          const call = { toolName: 'conformance', turnId: key(), args: { amount: 1 } };
+          let runs = 0;
+          const results = await Promise.all(
+            Array.from({ length: executorConcurrency }, () =>
+              idempotency.run(call, async () => {
+                runs++;
+                await sleep(20);
+                return { run: runs };
+              }),
+            ),
+          );
+          expect(runs).toBe(1);
+          expect(results.filter((r) => !r.replayed).length).toBe(1);
+          expect(results.every((r) => JSON.stringify(r.value) === '{"run":1}')).toBe(true);
+        },
+      );
       define(
         `concurrent claims on one key: exactly one acquires, the others see in_progress`,
         async ({ store }) => {
