@@ -1,0 +1,7 @@
+export * from '@idempotent-tools/core';
+export {
+  createRedisStore,
+  type RedisClient,
+  RedisStore,
+  type RedisStoreOptions,
+} from './redis-store.js';

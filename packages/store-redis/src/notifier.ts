@@ -1,0 +1,146 @@
+import type { Cluster, Redis } from 'ioredis';
+
+/** Waiters of one channel, and its subscription (resolves false when subscribing failed). */
+interface Entry {
+  channel: string;
+  waiters: Set<() => void>;
+  subscribed: Promise<boolean>;
+}
+
+/** Retry delay for a waiter whose subscription failed: it looks again soon, without spinning. */
+const RESUBSCRIBE_MS = 50;
+
+export interface NotifierOptions {
+  mode: 'sharded' | 'classic';
+  /** Returns a connection for pub/sub (created lazily; the store decides who closes it). */
+  subscriber: () => Redis | Cluster;
+  /** True when the record is finished (a waiter may stop waiting before any message). */
+  settled: (key: string) => Promise<boolean>;
+  maxWaitMs: number;
+}
+
+/**
+ * Cross-process wake-ups: one subscription per waited-on key and process, shared by every waiter
+ * of the key, dropped when the last one leaves. Pub/sub is at-most-once, so a waiter also checks
+ * the record once its subscription is live (a change between the caller's claim and the
+ * subscription would otherwise be missed), never sleeps longer than `maxWaitMs`, and is woken when
+ * the subscriber's connection drops or comes back (messages sent meanwhile are lost).
+ */
+export class Notifier {
+  readonly #options: NotifierOptions;
+  readonly #entries = new Map<string, Entry>();
+  #subscriber: Redis | Cluster | undefined;
+  #closed = false;
+
+  constructor(options: NotifierOptions) {
+    this.#options = options;
+  }
+
+  wait(key: string, channel: string, timeoutMs: number): Promise<void> {
+    const { maxWaitMs, settled } = this.#options;
+    return new Promise((resolve) => {
+      if (this.#closed) {
+        setTimeout(resolve, timeoutMs);
+        return;
+      }
+      const entry = this.#entry(channel);
+      const timers: NodeJS.Timeout[] = [];
+      const done = () => {
+        for (const timer of timers) clearTimeout(timer);
+        if (!entry.waiters.delete(done)) return;
+        if (entry.waiters.size === 0 && this.#entries.get(channel) === entry) {
+          this.#entries.delete(channel);
+          this.#unsubscribe(channel);
+        }
+        resolve();
+      };
+      entry.waiters.add(done);
+      timers.push(setTimeout(done, Math.min(timeoutMs, maxWaitMs)));
+      entry.subscribed.then((ok) => {
+        if (!entry.waiters.has(done)) return;
+        if (!ok) {
+          timers.push(setTimeout(done, Math.min(timeoutMs, RESUBSCRIBE_MS)));
+          return;
+        }
+        settled(key).then(
+          (yes) => yes && done(),
+          () => done(), // The store is unreachable: let the caller claim again and see it.
+        );
+      });
+    });
+  }
+
+  /** Wake every waiter and drop the subscriber. The store closes it when it created it. */
+  close(): Redis | Cluster | undefined {
+    this.#closed = true;
+    this.#wakeAll();
+    const subscriber = this.#subscriber;
+    this.#subscriber = undefined;
+    return subscriber;
+  }
+
+  #entry(channel: string): Entry {
+    const existing = this.#entries.get(channel);
+    if (existing !== undefined) return existing;
+    const subscriber = this.#connect();
+    const command =
+      this.#options.mode === 'sharded'
+        ? subscriber.ssubscribe(channel)
+        : subscriber.subscribe(channel);
+    const entry: Entry = {
+      channel,
+      waiters: new Set(),
+      subscribed: command.then(
+        () => true,
+        () => {
+          // Let the next waiter try again.
+          if (this.#entries.get(channel) === entry) this.#entries.delete(channel);
+          return false;
+        },
+      ),
+    };
+    this.#entries.set(channel, entry);
+    return entry;
+  }
+
+  #unsubscribe(channel: string): void {
+    const subscriber = this.#subscriber;
+    if (subscriber === undefined) return;
+    const command =
+      this.#options.mode === 'sharded'
+        ? subscriber.sunsubscribe(channel)
+        : subscriber.unsubscribe(channel);
+    command.catch(() => {
+      // Gone with the connection; a resubscription after a reconnect only costs a spare message.
+    });
+  }
+
+  #connect(): Redis | Cluster {
+    if (this.#subscriber !== undefined) return this.#subscriber;
+    const subscriber = this.#options.subscriber();
+    this.#subscriber = subscriber;
+    const event = this.#options.mode === 'sharded' ? 'smessage' : 'message';
+    subscriber.on(event, (_channel: string, payload: string) => this.#wake(payload));
+    // Messages published while the subscriber is away are lost: wake every waiter when its
+    // connection drops (they claim again, and fail fast if Redis is down) and when it is back.
+    let connected = subscriber.status === 'ready';
+    subscriber.on('close', () => this.#wakeAll());
+    subscriber.on('ready', () => {
+      if (connected) this.#wakeAll();
+      connected = true;
+    });
+    return subscriber;
+  }
+
+  /** The payload is the channel name as the store knows it (without the client's keyPrefix). */
+  #wake(channel: string): void {
+    const entry = this.#entries.get(channel);
+    if (entry !== undefined) for (const done of [...entry.waiters]) done();
+  }
+
+  #wakeAll(): void {
+    for (const entry of [...this.#entries.values()]) {
+      for (const done of [...entry.waiters]) done();
+    }
+  }
+}

@@ -1,0 +1,152 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
+import { createIdempotency } from '@idempotent-tools/core';
+import { runStoreConformance, serviceAvailable, sleep, uniqueKey } from '@idempotent-tools/testing';
+import { Cluster } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createRedisStore, type RedisStoreOptions } from './index.js';
+import { countKeys, testPrefix } from './test-utils/keys.js';
+import { type RedisClusterHandle, startRedisCluster } from './test-utils/redis-cluster.js';
+
+// The Cluster is started here from the redis-server and redis-cli binaries (no shared service).
+const binaries = await serviceAvailable({
+  name: 'redis-server and redis-cli',
+  url: 'PATH',
+  probe: async () => {
+    await promisify(execFile)('redis-server', ['--version']);
+    await promisify(execFile)('redis-cli', ['--version']);
+  },
+});
+
+let handle: RedisClusterHandle | undefined;
+let cluster: Cluster;
+
+function connect(): Cluster {
+  const client = new Cluster(handle!.nodes, { redisOptions: { maxRetriesPerRequest: 1 } });
+  client.on('error', () => {});
+  return client;
+}
+
+async function ready(client: Cluster): Promise<void> {
+  if (client.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    client.once('ready', resolve);
+    client.once('end', () => reject(new Error('the Cluster client ended before ready')));
+  });
+}
+
+describe.skipIf(!binaries)('redis store on a 3-master Redis Cluster', () => {
+  beforeAll(async () => {
+    handle = await startRedisCluster({ masters: 3 });
+    cluster = connect();
+    await ready(cluster);
+  }, 60_000);
+
+  afterAll(async () => {
+    cluster?.disconnect();
+    await handle?.stop();
+  });
+
+  runStoreConformance({
+    name: 'conformance',
+    describe,
+    test,
+    expect,
+    clock: 'real',
+    createStore: () => createRedisStore(cluster, { prefix: testPrefix('cluster') }),
+    raw: { count: (store) => countKeys(cluster, store.prefix) },
+  });
+
+  const claimInput = (key: string) => ({
+    key,
+    fingerprint: 'fp',
+    token: randomUUID(),
+    leaseMs: 30_000,
+    ttlMs: 60_000,
+  });
+
+  test('records spread over every master, each operation on its record slot', async () => {
+    const store = createRedisStore(cluster, { prefix: testPrefix('spread') });
+    const base = uniqueKey('spread');
+    for (let i = 0; i < 60; i++) await store.claim(claimInput(`${base}-${i}`));
+    const perNode = await Promise.all(
+      cluster.nodes('master').map(async (node) => Number(await node.dbsize())),
+    );
+    expect(perNode).toHaveLength(3);
+    for (const n of perNode) expect(n).toBeGreaterThan(0);
+    expect(await countKeys(cluster, store.prefix)).toBe(60);
+    expect(await store.purgeExpired()).toBe(0);
+  });
+
+  for (const notifications of ['sharded', 'classic'] as const) {
+    test(`${notifications} pub/sub wakes a waiter on another Cluster connection`, async () => {
+      const options: RedisStoreOptions = {
+        prefix: testPrefix(`cluster-${notifications}`),
+        notifications,
+        maxWaitMs: 10_000,
+      };
+      const other = connect();
+      const owner = createRedisStore(cluster, options);
+      const waiter = createRedisStore(other, options);
+      try {
+        const times: number[] = [];
+        for (let i = 0; i < 5; i++) {
+          const key = uniqueKey('wake'); // a new slot (and often a new node) each time
+          const input = claimInput(key);
+          await owner.claim(input);
+          let woken = false;
+          const waiting = waiter.waitForChange!(key, 10_000).then(() => {
+            woken = true;
+          });
+          await sleep(150);
+          expect(woken).toBe(false);
+          const start = performance.now();
+          await owner.complete({
+            key,
+            token: input.token,
+            state: 'completed',
+            outcome: '"done"',
+            ttlMs: 1000,
+          });
+          await waiting;
+          times.push(performance.now() - start);
+        }
+        for (const t of times) expect(t).toBeLessThan(500);
+      } finally {
+        await waiter.close();
+        await owner.close();
+        other.disconnect();
+      }
+    });
+  }
+
+  test('the executor replays across two Cluster connections, the tool runs once', async () => {
+    const prefix = testPrefix('cluster-executor');
+    const other = connect();
+    const a = createRedisStore(cluster, { prefix });
+    const b = createRedisStore(other, { prefix });
+    try {
+      let runs = 0;
+      const tool = async () => {
+        runs++;
+        await sleep(200);
+        return { ok: '✓', runs };
+      };
+      const call = { toolName: 'deploy', turnId: uniqueKey('turn'), args: { app: 'web' } };
+      const results = await Promise.all([
+        createIdempotency({ store: a }).run(call, tool),
+        ...Array.from({ length: 10 }, () =>
+          sleep(20).then(() => createIdempotency({ store: b }).run(call, tool)),
+        ),
+      ]);
+      expect(runs).toBe(1);
+      expect(results.filter((r) => r.replayed)).toHaveLength(10);
+      for (const r of results) expect(r.value).toEqual({ ok: '✓', runs: 1 });
+    } finally {
+      await a.close();
+      await b.close();
+      other.disconnect();
+    }
+  });
+});

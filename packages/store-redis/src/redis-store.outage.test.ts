@@ -1,0 +1,172 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { createIdempotency, IdempotencyError } from '@idempotent-tools/core';
+import { serviceAvailable, sleep, uniqueKey } from '@idempotent-tools/testing';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, test } from 'vitest';
+import { createRedisStore } from './index.js';
+import {
+  freePorts,
+  type RedisServer,
+  startRedisServer,
+  tempDir,
+} from './test-utils/redis-server.js';
+
+// The outage would disturb the shared Redis, so each test starts a throwaway redis-server.
+const binaries = await serviceAvailable({
+  name: 'redis-server',
+  url: 'PATH',
+  probe: () => promisify(execFile)('redis-server', ['--version']),
+});
+
+const temp = tempDir('outage');
+const servers: RedisServer[] = [];
+afterAll(async () => {
+  await Promise.all(servers.map((server) => server.kill()));
+  temp.remove();
+});
+
+async function start(port: number, args: string[] = []): Promise<RedisServer> {
+  const server = await startRedisServer({ port, dir: temp.dir, args });
+  servers.push(server);
+  return server;
+}
+
+/** What the docs recommend for fast failure: one retry per command, the offline queue kept. */
+function connect(port: number): Redis {
+  const client = new Redis(port, '127.0.0.1', {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    retryStrategy: (times) => Math.min(times * 50, 500),
+  });
+  client.on('error', () => {});
+  return client;
+}
+
+async function ready(client: Redis, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (client.status !== 'ready') {
+    if (Date.now() > deadline) throw new Error(`client not ready: ${client.status}`);
+    await sleep(20);
+  }
+}
+
+/** The error code a promise rejects with, when (performance.now()) and how long it took. */
+async function failure(
+  promise: Promise<unknown>,
+): Promise<{ code: string; ms: number; at: number }> {
+  const start = performance.now();
+  try {
+    await promise;
+  } catch (error) {
+    const code = IdempotencyError.isInstance(error) ? error.code : String(error);
+    const at = performance.now();
+    return { code, ms: at - start, at };
+  }
+  throw new Error('expected the call to fail');
+}
+
+describe.skipIf(!binaries)('redis store when Redis goes away', () => {
+  test('calls fail closed with store_unavailable while Redis is down, and work once it is back', async () => {
+    const [port] = await freePorts(1);
+    let server = await start(port!);
+    const client = connect(port!);
+    const waiterClient = connect(port!);
+    await ready(client);
+    await ready(waiterClient);
+    const store = createRedisStore(client);
+    const waiterStore = createRedisStore(waiterClient);
+    const idempotency = createIdempotency({ store, lease: 2000 });
+    let runs = 0;
+    const tool = async (args: { n: number; ms?: number }) => {
+      runs++;
+      await sleep(args.ms ?? 0);
+      return { n: args.n };
+    };
+    const call = (n: number, ms?: number) => ({
+      toolName: 'charge',
+      turnId: 'turn-1',
+      args: ms === undefined ? { n } : { n, ms },
+    });
+    try {
+      expect((await idempotency.run(call(1), tool)).replayed).toBe(false);
+      expect((await idempotency.run(call(1), tool)).replayed).toBe(true);
+      expect(runs).toBe(1);
+
+      // Mid-run: one call holds its claim and runs, another (other connection) waits for it.
+      const running = failure(idempotency.run(call(2, 300), tool));
+      await sleep(50);
+      const waiting = failure(createIdempotency({ store: waiterStore }).run(call(2, 300), tool));
+      await sleep(50);
+      const killedAt = performance.now();
+      await server.kill(); // SIGKILL: no save, like a crash
+      // The running tool cannot store its outcome: the call fails, it does not pretend success.
+      expect((await running).code).toBe('persist_failed');
+      const waited = await waiting;
+      expect(waited.code).toBe('store_unavailable');
+      expect(runs).toBe(2);
+
+      // New calls fail fast and closed: the tool does not run.
+      const times: number[] = [];
+      for (let n = 3; n < 6; n++) {
+        const { code, ms } = await failure(idempotency.run(call(n), tool));
+        expect(code).toBe('store_unavailable');
+        expect(ms).toBeLessThan(2000);
+        times.push(Math.round(ms));
+      }
+      expect(runs).toBe(2);
+      const restartedAt = performance.now();
+
+      server = await start(port!);
+      await ready(client);
+      await ready(waiterClient);
+      console.info(
+        `[store-redis] outage: waiter failed ${Math.round(waited.at - killedAt)} ms after the kill, new calls after ${times.join(', ')} ms; clients ready ${Math.round(performance.now() - restartedAt)} ms after the restart began`,
+      );
+      // Calls work again. No persistence: the record of call 1 was lost with the process, so
+      // it runs again (the durability trade-off in the README).
+      expect(await idempotency.run(call(3), tool)).toMatchObject({ replayed: false });
+      expect(await idempotency.run(call(3), tool)).toMatchObject({ replayed: true });
+      expect(await idempotency.run(call(1), tool)).toMatchObject({ replayed: false });
+      expect(runs).toBe(4);
+    } finally {
+      await store.close();
+      await waiterStore.close();
+      client.disconnect();
+      waiterClient.disconnect();
+    }
+  }, 30_000);
+
+  test('with appendonly yes + appendfsync always, completed records survive a crash (durable: true)', async () => {
+    const [port] = await freePorts(1);
+    const aof = ['--appendonly', 'yes', '--appendfsync', 'always'];
+    const dir = `${temp.dir}/aof-${port}`;
+    await promisify(execFile)('mkdir', ['-p', dir]);
+    let server = await startRedisServer({ port: port!, dir, args: aof });
+    servers.push(server);
+    const client = connect(port!);
+    await ready(client);
+    const store = createRedisStore(client, { durable: true });
+    expect(store.capabilities.durable).toBe(true);
+    const idempotency = createIdempotency({ store });
+    let runs = 0;
+    const call = { toolName: 'charge', turnId: uniqueKey('turn'), args: { amount: 1 } };
+    const tool = async () => ({ run: ++runs, text: 'ü€𝄞' });
+    try {
+      expect(await idempotency.run(call, tool)).toMatchObject({ replayed: false });
+      await server.kill();
+      expect((await failure(idempotency.run(call, tool))).code).toBe('store_unavailable');
+      server = await startRedisServer({ port: port!, dir, args: aof });
+      servers.push(server);
+      await ready(client);
+      expect(await idempotency.run(call, tool)).toMatchObject({
+        replayed: true,
+        value: { run: 1, text: 'ü€𝄞' },
+      });
+      expect(runs).toBe(1);
+    } finally {
+      await store.close();
+      client.disconnect();
+    }
+  }, 30_000);
+});

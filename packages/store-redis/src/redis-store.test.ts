@@ -1,0 +1,375 @@
+import { randomUUID } from 'node:crypto';
+import { createIdempotency, InvalidInputError } from '@idempotent-tools/core';
+import { runStoreConformance, serviceAvailable, sleep, uniqueKey } from '@idempotent-tools/testing';
+import { type Command, Redis } from 'ioredis';
+import { afterAll, describe, expect, test } from 'vitest';
+import { createRedisStore, type RedisStore, type RedisStoreOptions } from './index.js';
+import { countKeys, dropKeys, testPrefix } from './test-utils/keys.js';
+
+const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+redis.on('error', () => {});
+const up = await serviceAvailable({
+  name: 'Redis',
+  url,
+  probe: async () => {
+    await redis.connect();
+    return redis.ping();
+  },
+});
+const prefixes: string[] = [];
+afterAll(async () => {
+  if (!up) return;
+  for (const prefix of prefixes) await dropKeys(redis, prefix);
+  await redis.quit();
+});
+
+/** A store on the shared client with a prefix of its own (dropped after the run). */
+function newStore(options: RedisStoreOptions = {}, client: Redis = redis): RedisStore {
+  const prefix = options.prefix ?? testPrefix('store');
+  prefixes.push(prefix);
+  return createRedisStore(client, { ...options, prefix });
+}
+
+const claimInput = (key: string, token: string = randomUUID()) => ({
+  key,
+  fingerprint: 'fp',
+  token,
+  leaseMs: 30_000,
+  ttlMs: 60_000,
+});
+
+runStoreConformance({
+  name: 'redis store (single node)',
+  describe: describe.skipIf(!up),
+  test,
+  expect,
+  clock: 'real',
+  createStore: () => newStore(),
+  raw: { count: (store) => countKeys(redis, store.prefix) },
+});
+
+describe.skipIf(!up)('redis store: options', () => {
+  test('defaults: prefix idem:, sharded notifications, not durable', () => {
+    const store = createRedisStore(redis);
+    expect(store.prefix).toBe('idem:');
+    expect(store.name).toBe('redis');
+    expect(store.capabilities).toEqual({ notifiesChanges: true, durable: false });
+    expect(typeof store.waitForChange).toBe('function');
+  });
+
+  test('durable and notifications off are declared in capabilities', () => {
+    const store = newStore({ durable: true, notifications: 'off' });
+    expect(store.capabilities).toEqual({ notifiesChanges: false, durable: true });
+    expect(store.waitForChange).toBeUndefined();
+  });
+
+  test.each([
+    ['prefix', { prefix: '' }],
+    ['prefix', { prefix: 'a{b}:' }],
+    ['prefix', { prefix: 'tab\t' }],
+    ['prefix', { prefix: 'x'.repeat(101) }],
+    ['notifications', { notifications: 'always' }],
+    ['maxWaitMs', { maxWaitMs: 0 }],
+    ['maxWaitMs', { maxWaitMs: 1.5 }],
+  ])('rejects a bad %s', (field, options) => {
+    let error: unknown;
+    try {
+      createRedisStore(redis, options as RedisStoreOptions);
+    } catch (e) {
+      error = e;
+    }
+    expect(InvalidInputError.isInstance(error)).toBe(true);
+    expect((error as InvalidInputError).field).toBe(field);
+  });
+
+  test('rejects something that is not an ioredis client', () => {
+    expect(() => createRedisStore({} as Redis)).toThrow(/ioredis client/);
+  });
+});
+
+describe.skipIf(!up)('redis store: layout and round trips', () => {
+  test('a record is a hash at <prefix>{<key>} whose Redis TTL is its expiresAt', async () => {
+    const store = newStore();
+    const key = uniqueKey('layout');
+    const owner = claimInput(key);
+    await store.claim({ ...owner, meta: { toolName: 'charge', scope: 's', turnId: 't' } });
+    await store.complete({
+      key,
+      token: owner.token,
+      state: 'completed',
+      outcome: '"ok"',
+      ttlMs: 5000,
+    });
+    const raw = `${store.prefix}{${key}}`;
+    expect(await redis.type(raw)).toBe('hash');
+    const hash = await redis.hgetall(raw);
+    expect(Object.keys(hash).sort()).toEqual(
+      [
+        'completed',
+        'created',
+        'expires',
+        'fingerprint',
+        'lease',
+        'meta',
+        'outcome',
+        'state',
+        'token',
+      ].sort(),
+    );
+    expect(hash.state).toBe('completed');
+    expect(JSON.parse(hash.meta!)).toEqual({ toolName: 'charge', scope: 's', turnId: 't' });
+    const pexpiretime = Number(await redis.call('PEXPIRETIME', raw));
+    expect(pexpiretime).toBe(Number(hash.expires));
+    expect(Number(hash.expires) - Number(hash.completed)).toBe(5000);
+  });
+
+  test('a replay is one round trip, a fresh call two (claim + complete)', async () => {
+    const client = new Redis(url, { maxRetriesPerRequest: 1 });
+    const sent: string[] = [];
+    const send = client.sendCommand.bind(client);
+    client.sendCommand = ((command: Command, stream?: Parameters<typeof send>[1]) => {
+      sent.push(command.name);
+      return send(command, stream);
+    }) as typeof client.sendCommand;
+    try {
+      const store = newStore({}, client);
+      const idempotency = createIdempotency({ store });
+      const call = (turnId: string) => ({ toolName: 'charge', turnId, args: { amount: 5 } });
+      await idempotency.run(call('warm-up'), () => 'warm'); // caches the scripts (EVAL once)
+      sent.length = 0;
+
+      const turnId = uniqueKey('turn');
+      const fresh = await idempotency.run(call(turnId), () => ({ id: 'ch_1' }));
+      expect(fresh.replayed).toBe(false);
+      expect(sent).toEqual(['evalsha', 'evalsha']);
+      sent.length = 0;
+
+      const replay = await idempotency.run(call(turnId), () => ({ id: 'ch_2' }));
+      expect(replay).toMatchObject({ replayed: true, value: { id: 'ch_1' } });
+      expect(sent).toEqual(['evalsha']);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  test('scripts are re-sent after SCRIPT FLUSH (NOSCRIPT falls back to EVAL)', async () => {
+    const client = new Redis(url, { maxRetriesPerRequest: 1 });
+    try {
+      const store = newStore({}, client);
+      const key = uniqueKey('noscript');
+      await store.claim(claimInput(key));
+      await client.script('FLUSH');
+      expect((await store.claim(claimInput(key))).status).toBe('in_progress');
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  test('works with a client keyPrefix (records at keyPrefix + prefix, pub/sub still wakes)', async () => {
+    const keyPrefix = `${uniqueKey('kp')}:`;
+    const client = new Redis(url, { keyPrefix, maxRetriesPerRequest: 1 });
+    const prefix = testPrefix('kp');
+    prefixes.push(`${keyPrefix}${prefix}`);
+    const store = createRedisStore(client, { prefix });
+    try {
+      const key = uniqueKey('kp');
+      const owner = claimInput(key);
+      await store.claim(owner);
+      expect(await redis.exists(`${keyPrefix}${prefix}{${key}}`)).toBe(1);
+      let woken = false;
+      const waiting = store.waitForChange!(key, 5000).then(() => {
+        woken = true;
+      });
+      await sleep(100);
+      expect(woken).toBe(false);
+      const start = performance.now();
+      await store.complete({
+        key,
+        token: owner.token,
+        state: 'completed',
+        outcome: '1',
+        ttlMs: 100,
+      });
+      await waiting;
+      expect(performance.now() - start).toBeLessThan(500);
+      await sleep(150);
+      await store.claim(claimInput(`${key}-2`, 'x'));
+      expect(await countKeys(redis, `${keyPrefix}${prefix}`)).toBe(1);
+      // purgeExpired strips the client's keyPrefix before running its script.
+      expect(await store.purgeExpired()).toBe(0);
+    } finally {
+      await store.close();
+      client.disconnect();
+    }
+  });
+
+  test('purgeExpired deletes expired records whose Redis TTL was removed, restores a lost TTL', async () => {
+    const store = newStore();
+    const expired = uniqueKey('persist-expired');
+    const live = uniqueKey('persist-live');
+    await store.claim({ ...claimInput(expired), leaseMs: 50, ttlMs: 100 });
+    await store.claim(claimInput(live));
+    await redis.persist(`${store.prefix}{${expired}}`);
+    await redis.persist(`${store.prefix}{${live}}`);
+    await sleep(150);
+    expect(await store.get(expired)).toBeUndefined(); // invisible already
+    expect(await countKeys(redis, store.prefix)).toBe(2);
+    expect(await store.purgeExpired()).toBe(1);
+    expect(await countKeys(redis, store.prefix)).toBe(1);
+    expect(await redis.pttl(`${store.prefix}{${live}}`)).toBeGreaterThan(50_000);
+    expect(await store.purgeExpired()).toBe(0);
+  });
+
+  test('a key holding something else fails with store_unavailable, not a crash', async () => {
+    const store = newStore();
+    const key = uniqueKey('wrongtype');
+    await redis.set(`${store.prefix}{${key}}`, 'not a hash');
+    await expect(store.claim(claimInput(key))).rejects.toMatchObject({ code: 'store_unavailable' });
+  });
+});
+
+describe.skipIf(!up)('redis store: notifications', () => {
+  /** Claim `key` on one store, wait on another (its own connections), complete, time the wake. */
+  async function wakeAfterComplete(options: RedisStoreOptions): Promise<number> {
+    const owner = newStore(options);
+    const client = redis.duplicate();
+    const waiter = createRedisStore(client, { ...options, prefix: owner.prefix });
+    try {
+      const key = uniqueKey('wake');
+      const input = claimInput(key);
+      await owner.claim(input);
+      let woken = false;
+      const waiting = waiter.waitForChange!(key, 10_000).then(() => {
+        woken = true;
+      });
+      await sleep(100);
+      expect(woken).toBe(false);
+      const start = performance.now();
+      await owner.complete({
+        key,
+        token: input.token,
+        state: 'completed',
+        outcome: '1',
+        ttlMs: 1000,
+      });
+      await waiting;
+      return performance.now() - start;
+    } finally {
+      await waiter.close();
+      await owner.close();
+      client.disconnect();
+    }
+  }
+
+  test('sharded (SPUBLISH/SSUBSCRIBE) wakes a waiter on another connection', async () => {
+    expect(await wakeAfterComplete({ notifications: 'sharded', maxWaitMs: 10_000 })).toBeLessThan(
+      500,
+    );
+  });
+
+  test('classic (PUBLISH/SUBSCRIBE) wakes a waiter on another connection', async () => {
+    expect(await wakeAfterComplete({ notifications: 'classic', maxWaitMs: 10_000 })).toBeLessThan(
+      500,
+    );
+  });
+
+  test('a change made before the subscription is live is not missed', async () => {
+    const store = newStore({ maxWaitMs: 10_000 });
+    const key = uniqueKey('early');
+    const input = claimInput(key);
+    await store.claim(input);
+    await store.complete({
+      key,
+      token: input.token,
+      state: 'completed',
+      outcome: '1',
+      ttlMs: 1000,
+    });
+    const start = performance.now();
+    await store.waitForChange!(key, 10_000); // the check after subscribing sees it is finished
+    expect(performance.now() - start).toBeLessThan(500);
+    await store.close();
+  });
+
+  test('a lost message costs at most maxWaitMs', async () => {
+    const store = newStore({ maxWaitMs: 200 });
+    const key = uniqueKey('lost');
+    await store.claim(claimInput(key));
+    const start = performance.now();
+    await store.waitForChange!(key, 10_000); // nothing is published
+    const elapsed = performance.now() - start;
+    expect(elapsed).toBeGreaterThanOrEqual(150);
+    expect(elapsed).toBeLessThan(2000);
+    await store.close();
+  });
+
+  test('one subscription per key and process, dropped when the last waiter leaves', async () => {
+    const store = newStore({ maxWaitMs: 10_000 });
+    const key = uniqueKey('shared');
+    const input = claimInput(key);
+    await store.claim(input);
+    const waits = Array.from({ length: 50 }, () => store.waitForChange!(key, 10_000));
+    await sleep(100);
+    const channel = `${store.prefix}{${key}}:changed`;
+    const count = async () =>
+      ((await redis.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number])[1];
+    expect(await count()).toBe(1);
+    await store.complete({
+      key,
+      token: input.token,
+      state: 'completed',
+      outcome: '1',
+      ttlMs: 1000,
+    });
+    await Promise.all(waits);
+    await sleep(50);
+    expect(await count()).toBe(0);
+    await store.close();
+  });
+
+  test('close() wakes waiters and closes the subscriber it created, never the client', async () => {
+    const store = newStore({ maxWaitMs: 10_000 });
+    const key = uniqueKey('close');
+    await store.claim(claimInput(key));
+    const waiting = store.waitForChange!(key, 10_000);
+    await sleep(100);
+    const channel = `${store.prefix}{${key}}:changed`;
+    const count = async () =>
+      ((await redis.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number])[1];
+    expect(await count()).toBe(1);
+    await store.close();
+    await waiting;
+    await sleep(50);
+    expect(await count()).toBe(0);
+    expect(await redis.ping()).toBe('PONG');
+  });
+
+  test('the executor replays across stores on separate connections', async () => {
+    const prefix = testPrefix('executor');
+    prefixes.push(prefix);
+    const a = createRedisStore(redis, { prefix });
+    const bClient = redis.duplicate();
+    const b = createRedisStore(bClient, { prefix });
+    try {
+      const call = { toolName: 'deploy', turnId: uniqueKey('turn'), args: { app: 'web' } };
+      let runs = 0;
+      const tool = async () => {
+        runs++;
+        await sleep(200);
+        return { deployed: 'ü🚀', runs };
+      };
+      const [first, second] = await Promise.all([
+        createIdempotency({ store: a }).run(call, tool),
+        sleep(20).then(() => createIdempotency({ store: b }).run(call, tool)),
+      ]);
+      expect(runs).toBe(1);
+      expect(first).toMatchObject({ replayed: false, value: { deployed: 'ü🚀', runs: 1 } });
+      expect(second).toMatchObject({ replayed: true, outcome: 'waited', value: first.value });
+    } finally {
+      await a.close();
+      await b.close();
+      bClient.disconnect();
+    }
+  });
+});

@@ -1,0 +1,330 @@
+import {
+  type ClaimInput,
+  type ClaimResult,
+  type CompleteInput,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+  InvalidInputError,
+  type RecordMeta,
+  type StoreCapabilities,
+  StoreUnavailableError,
+  type TakeoverInput,
+} from '@idempotent-tools/core';
+import type { Cluster, Redis } from 'ioredis';
+import { Notifier } from './notifier.js';
+import { runScript, SCRIPTS, type Script } from './scripts.js';
+
+/** An ioredis client: a single node (`new Redis()`) or a Cluster (`new Redis.Cluster([...])`). */
+export type RedisClient = Redis | Cluster;
+
+export interface RedisStoreOptions {
+  /**
+   * Prepended to every record key and channel name: records live at `<prefix>{<key>}`. The
+   * braces are a Cluster hash tag, so every operation touches one slot. 1 to 100 printable ASCII
+   * characters without `{` or `}`. Different apps (or environments) sharing one Redis use
+   * different prefixes.
+   * @default 'idem:'
+   */
+  prefix?: string;
+  /**
+   * How waiting callers learn that a running duplicate finished, across processes:
+   * - `'sharded'`: `SPUBLISH`/`SSUBSCRIBE` (Redis 7+). The channel lives on the record's shard,
+   *   so it scales with a Cluster. A Cluster subscriber needs `shardedSubscribers: true` (the
+   *   store sets it on the connection it creates).
+   * - `'classic'`: `PUBLISH`/`SUBSCRIBE`, for Redis 5 and 6 (on a Cluster every message is
+   *   broadcast to every node).
+   * - `'off'`: no pub/sub; waiting callers poll (2 ms doubling to 100 ms) and
+   *   `capabilities.notifiesChanges` is false.
+   * @default 'sharded'
+   */
+  notifications?: 'sharded' | 'classic' | 'off';
+  /**
+   * The connection waiters subscribe on. By default the store creates one with
+   * `redis.duplicate()` on the first wait (with `shardedSubscribers: true` for a Cluster in
+   * `'sharded'` mode) and closes it in `close()`. A connection you pass is never closed by the
+   * store; it must be dedicated to subscriptions and use the same `keyPrefix` as `redis`.
+   * @default undefined (a duplicate of `redis`, created lazily)
+   */
+  subscriber?: RedisClient;
+  /**
+   * Longest a waiter sleeps on a subscription before it looks at the record again. Pub/sub is
+   * at-most-once (a message sent while the subscriber reconnects is lost), so this bounds the
+   * delay a lost message can cause.
+   * @default 1000
+   */
+  maxWaitMs?: number;
+  /**
+   * Declare the records durable (`capabilities.durable`). Redis keeps them in memory only unless
+   * it runs with `appendonly yes` (and `appendfsync everysec` or `always`): set this to true only
+   * then. See the README.
+   * @default false
+   */
+  durable?: boolean;
+}
+
+/** Field names and flat `HGETALL` reply to a record. */
+function toRecord(key: string, flat: readonly unknown[]): IdempotencyRecord {
+  const h = new Map<string, string>();
+  for (let i = 0; i + 1 < flat.length; i += 2) h.set(String(flat[i]), String(flat[i + 1]));
+  const state = h.get('state');
+  const fingerprint = h.get('fingerprint');
+  const token = h.get('token');
+  if (
+    (state !== 'in_progress' && state !== 'completed' && state !== 'failed') ||
+    fingerprint === undefined ||
+    token === undefined
+  ) {
+    throw new Error(`the value at ${key} is not a record of this store (state ${String(state)})`);
+  }
+  const record: IdempotencyRecord = {
+    key,
+    state,
+    fingerprint,
+    token,
+    leaseExpiresAt: Number(h.get('lease')),
+    expiresAt: Number(h.get('expires')),
+    createdAt: Number(h.get('created')),
+  };
+  const completed = h.get('completed');
+  if (completed !== undefined) record.completedAt = Number(completed);
+  const outcome = h.get('outcome');
+  if (outcome !== undefined) record.outcome = outcome;
+  const meta = h.get('meta');
+  if (meta !== undefined) record.meta = JSON.parse(meta) as RecordMeta;
+  return record;
+}
+
+const PREFIX = /^[\x20-\x7a\x7c\x7e]{1,100}$/; // printable ASCII without { and }
+
+/**
+ * The Redis store for ioredis, single node or Cluster: the fast path. One Lua script per
+ * operation, run with `EVALSHA` (falling back to `EVAL` once per server). A replay is one round
+ * trip (the claim returns the whole record), a fresh call two (claim, complete).
+ *
+ * ```ts
+ * const store = createRedisStore(new Redis(process.env.REDIS_URL));
+ * const idempotency = createIdempotency({ store });
+ * ```
+ */
+export function createRedisStore(redis: RedisClient, options: RedisStoreOptions = {}): RedisStore {
+  return new RedisStore(redis, options);
+}
+
+export class RedisStore implements IdempotencyStore {
+  readonly specificationVersion = 'v1' as const;
+  readonly name = 'redis';
+  readonly capabilities: StoreCapabilities;
+  /** The prefix of every record key: records live at `<prefix>{<key>}`. */
+  readonly prefix: string;
+  /** Present unless `notifications: 'off'`. */
+  readonly waitForChange?: (key: string, timeoutMs: number) => Promise<void>;
+
+  readonly #redis: RedisClient;
+  readonly #mode: 's' | 'c' | '';
+  readonly #notifier: Notifier | undefined;
+  readonly #ownsSubscriber: boolean;
+
+  constructor(redis: RedisClient, options: RedisStoreOptions = {}) {
+    if (redis == null || typeof redis.evalsha !== 'function') {
+      throw new InvalidInputError({
+        field: 'redis',
+        message: 'createRedisStore needs an ioredis client: createRedisStore(new Redis(url)).',
+      });
+    }
+    const { prefix = 'idem:', notifications = 'sharded', maxWaitMs = 1000 } = options;
+    if (typeof prefix !== 'string' || !PREFIX.test(prefix)) {
+      throw new InvalidInputError({
+        field: 'prefix',
+        message: `prefix must be 1 to 100 printable ASCII characters without { or } (they would break the Cluster hash tag), got ${JSON.stringify(prefix)}.`,
+      });
+    }
+    if (!['sharded', 'classic', 'off'].includes(notifications)) {
+      throw new InvalidInputError({
+        field: 'notifications',
+        message: `notifications must be 'sharded', 'classic' or 'off', got ${String(notifications)}.`,
+      });
+    }
+    if (!Number.isInteger(maxWaitMs) || maxWaitMs < 1) {
+      throw new InvalidInputError({
+        field: 'maxWaitMs',
+        message: `maxWaitMs must be a positive whole number of milliseconds, got ${String(maxWaitMs)}.`,
+      });
+    }
+    this.#redis = redis;
+    this.prefix = prefix;
+    this.capabilities = {
+      notifiesChanges: notifications !== 'off',
+      durable: options.durable === true,
+    };
+    this.#mode = notifications === 'sharded' ? 's' : notifications === 'classic' ? 'c' : '';
+    this.#ownsSubscriber = options.subscriber === undefined;
+    if (notifications !== 'off') {
+      const given = options.subscriber;
+      const notifier = new Notifier({
+        mode: notifications,
+        maxWaitMs,
+        subscriber: () => given ?? this.#duplicate(notifications),
+        // Finished (completed or failed). A missing record is not taken as a change: a wait
+        // on a key nobody claimed lasts its timeout; a release just before the subscription
+        // costs at most maxWaitMs.
+        settled: async (key) => {
+          const state = await this.#redis.hget(this.#recordKey(key), 'state');
+          return state === 'completed' || state === 'failed';
+        },
+      });
+      this.#notifier = notifier;
+      this.waitForChange = (key, timeoutMs) =>
+        notifier.wait(key, this.#channel(key), Math.max(0, timeoutMs));
+    }
+  }
+
+  async claim(input: ClaimInput): Promise<ClaimResult> {
+    const reply = (await this.#run('claim', input.key, SCRIPTS.claim, false, [
+      input.fingerprint,
+      input.token,
+      input.leaseMs,
+      input.ttlMs,
+      input.meta === undefined ? '' : JSON.stringify(input.meta),
+    ])) as [ClaimResult['status'], unknown[]];
+    const [status, flat] = reply;
+    const record = this.#decode(input.key, flat);
+    return status === 'acquired' ? { status, token: input.token, record } : { status, record };
+  }
+
+  async complete(input: CompleteInput): Promise<boolean> {
+    const { key, token, state, outcome, ttlMs } = input;
+    const args = [token, state, outcome, ttlMs, this.#mode, this.#channel(key)];
+    return (await this.#run('complete', key, SCRIPTS.complete, true, args)) === 1;
+  }
+
+  async release(key: string, token: string): Promise<boolean> {
+    const args = [token, this.#mode, this.#channel(key)];
+    return (await this.#run('release', key, SCRIPTS.release, true, args)) === 1;
+  }
+
+  async renew(key: string, token: string, leaseMs: number): Promise<boolean> {
+    return (await this.#run('renew', key, SCRIPTS.renew, false, [token, leaseMs])) === 1;
+  }
+
+  async takeover(input: TakeoverInput): Promise<boolean> {
+    const { key, staleToken, token, leaseMs, ttlMs } = input;
+    const args = [staleToken, token, leaseMs, ttlMs];
+    return (await this.#run('takeover', key, SCRIPTS.takeover, false, args)) === 1;
+  }
+
+  async get(key: string): Promise<IdempotencyRecord | undefined> {
+    const flat = (await this.#run('get', key, SCRIPTS.get, false, [])) as unknown[];
+    return flat.length === 0 ? undefined : this.#decode(key, flat);
+  }
+
+  /**
+   * Not needed in normal operation: Redis expires every record itself (its key's TTL is the
+   * record's `expiresAt`). This walks the prefix with `SCAN` on every (master) node, which also
+   * makes Redis drop expired keys at once, deletes records whose TTL was removed by hand once
+   * they are past `expiresAt`, and returns how many of those it deleted (Redis does not report
+   * the keys it expires itself). Cost: O(records under the prefix).
+   */
+  async purgeExpired(): Promise<number> {
+    const kp = clientKeyPrefix(this.#redis);
+    try {
+      let removed = 0;
+      for await (const keys of scanKeys(this.#redis, `${kp}${this.prefix}`, 'hash')) {
+        const results = await Promise.all(
+          keys.map((key) => runScript(this.#redis, SCRIPTS.purge, [key.slice(kp.length)], [])),
+        );
+        for (const result of results) removed += Number(result);
+      }
+      return removed;
+    } catch (cause) {
+      throw this.#unavailable('purgeExpired', undefined, cause);
+    }
+  }
+
+  /** Wake pending waiters and close the subscriber connection the store created. */
+  async close(): Promise<void> {
+    const subscriber = this.#notifier?.close();
+    if (subscriber !== undefined && this.#ownsSubscriber) subscriber.disconnect();
+  }
+
+  #recordKey(key: string): string {
+    return `${this.prefix}{${key}}`;
+  }
+
+  #channel(key: string): string {
+    return `${this.prefix}{${key}}:changed`;
+  }
+
+  #duplicate(mode: 'sharded' | 'classic'): RedisClient {
+    const redis = this.#redis;
+    const subscriber = redis.isCluster
+      ? (redis as Cluster).duplicate([], {
+          enableOfflineQueue: true,
+          ...(mode === 'sharded' ? { shardedSubscribers: true } : {}),
+        })
+      : (redis as Redis).duplicate({ enableOfflineQueue: true });
+    subscriber.on('error', () => {
+      // Reconnects on its own; waiters fall back to their timers meanwhile.
+    });
+    return subscriber;
+  }
+
+  async #run(
+    what: string,
+    key: string,
+    script: Script,
+    withChannel: boolean,
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    const keys = [this.#recordKey(key)];
+    if (withChannel) keys.push(this.#channel(key));
+    try {
+      return await runScript(this.#redis, script, keys, args);
+    } catch (cause) {
+      throw this.#unavailable(what, key, cause);
+    }
+  }
+
+  #decode(key: string, flat: unknown[]): IdempotencyRecord {
+    try {
+      return toRecord(key, flat);
+    } catch (cause) {
+      throw this.#unavailable('decode', key, cause);
+    }
+  }
+
+  #unavailable(what: string, key: string | undefined, cause: unknown): StoreUnavailableError {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    return new StoreUnavailableError({
+      key,
+      cause,
+      message: `The Redis idempotency store failed during ${what}: ${reason}. Nothing ran; check that Redis is up and reachable, then retry the same call. (To fail fast while Redis is down, create the client with maxRetriesPerRequest: 1.)`,
+    });
+  }
+}
+
+/** The client's own `keyPrefix` (ioredis adds it to KEYS, not to SCAN patterns or results). */
+function clientKeyPrefix(redis: RedisClient): string {
+  const kp = (redis.options as { keyPrefix?: unknown }).keyPrefix;
+  return typeof kp === 'string' ? kp : '';
+}
+
+/** `SCAN` for keys starting with `prefix` on the client, or on every master of a Cluster. */
+export async function* scanKeys(
+  redis: RedisClient,
+  prefix: string,
+  type?: string,
+): AsyncGenerator<string[]> {
+  const match = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
+  const nodes = redis.isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, keys] =
+        type === undefined
+          ? await node.scan(cursor, 'MATCH', match, 'COUNT', 1000)
+          : await node.scan(cursor, 'MATCH', match, 'COUNT', 1000, 'TYPE', type);
+      cursor = next;
+      if (keys.length > 0) yield keys;
+    } while (cursor !== '0');
+  }
+}
