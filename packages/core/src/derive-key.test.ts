@@ -116,6 +116,8 @@ describe('bad input', () => {
     ['tool name with a lone surrogate', { toolName: 'a\ud800', turnId: 't', args: {} }, 'toolName'],
     ['turn id with a lone surrogate', { toolName: 'a', turnId: '\udc00', args: {} }, 'turnId'],
     ['missing turn id', { toolName: 'a', args: {} }, 'turnId'],
+    ['turn id with NUL', { toolName: 'a', turnId: 'a\u0000b', args: {} }, 'turnId'],
+    ['scope with NUL', { toolName: 'a', turnId: 't', scope: '\u0000', args: {} }, 'scope'],
     ['function in args', { toolName: 'a', turnId: 't', args: { f: () => 1 } }, 'args'],
     ['empty business key', { toolName: 'a', args: {}, businessKey: '' }, 'businessKey'],
     ['BigInt business key', { toolName: 'a', args: {}, businessKey: 1n }, 'businessKey'],

@@ -71,6 +71,12 @@ function checkPart(field: string, value: unknown, max: number, noControl: boolea
       message: `${field} is ${value.length} characters long; the limit is ${max}. Pass a shorter ${field} (hash a long one yourself).`,
     });
   }
+  if (value.includes('\u0000')) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} contains a NUL character (U+0000), which stores such as PostgreSQL cannot keep. Remove it.`,
+    });
+  }
   if (noControl && CONTROL.test(value)) {
     throw new InvalidInputError({
       field,

@@ -130,8 +130,9 @@ export interface IdempotencyStore {
   get(key: string): Promise<IdempotencyRecord | undefined>;
   /**
    * Resolve when the record at `key` may have changed (completed, released, deleted), or after
-   * `timeoutMs`, whichever comes first. A store without push notification may resolve on timeout
-   * only; the executor re-claims after it either way.
+   * `timeoutMs`, whichever comes first. Optional: a store that cannot wake waiters promptly on a
+   * change leaves it out (the conformance suite checks prompt wake-ups), and the executor then
+   * polls adaptively; it re-claims after every wake-up either way.
    */
   waitForChange?(key: string, timeoutMs: number): Promise<void>;
   /** Delete expired records now. Returns how many were removed. */

@@ -1,0 +1,433 @@
+import { createHash } from 'node:crypto';
+import {
+  type ClaimInput,
+  type ClaimResult,
+  type CompleteInput,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+  InvalidInputError,
+  type RecordMeta,
+  StoreUnavailableError,
+  type TakeoverInput,
+} from '@idempotent-tools/core';
+import {
+  ChangeListener,
+  isListenClient,
+  isPool,
+  type PgListenClient,
+  type PgQueryable,
+  type PgQueryConfig,
+  type PgQueryResult,
+} from './change-listener.js';
+import { type ResolvedNames, resolveNames, schemaSql, type TableNames } from './schema.js';
+
+export interface PostgresStoreOptions extends TableNames {
+  /**
+   * `LISTEN`/`NOTIFY` channel for change notifications. Every process sharing the table must use
+   * the same one.
+   * @default 'idempotent_tools.<schema>.<table>' (hashed when longer than 63 bytes)
+   */
+  channel?: string;
+  /**
+   * Send `NOTIFY` on complete / release and `LISTEN` for it in `waitForChange`, so waiters in
+   * every process wake at once. Turn off behind a transaction-mode pooler (PgBouncer), where
+   * `LISTEN` does not work: waiters then poll. All processes sharing the table should agree.
+   * @default true
+   */
+  notifications?: boolean;
+  /**
+   * A connected client dedicated to `LISTEN`. The store adds listeners to it and `UNLISTEN`s in
+   * `close()`, but never ends it.
+   * @default a client checked out of the pool on the first wait and released by `close()`; with
+   * a single `pg.Client`, that client
+   */
+  listenClient?: PgListenClient;
+  /**
+   * Use named prepared statements (parsed once per connection). Turn off for poolers that do not
+   * support them.
+   * @default true
+   */
+  preparedStatements?: boolean;
+  /**
+   * Rows deleted per statement by `purgeExpired` (it loops until none is left).
+   * @default 1000
+   */
+  purgeBatchSize?: number;
+}
+
+/** Current database time in milliseconds: every client agrees on it. */
+const NOW_MS = 'floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
+const COLUMNS = [
+  'key',
+  'state',
+  'fingerprint',
+  'token',
+  'lease_expires_at',
+  'expires_at',
+  'created_at',
+  'completed_at',
+  'outcome',
+  'tool_name',
+  'scope',
+  'turn_id',
+] as const;
+/** A live row may exist although `INSERT ... ON CONFLICT` saw it and the snapshot did not. */
+const MAX_CLAIM_ATTEMPTS = 10;
+/** Retries of a statement that failed with a serialization failure or deadlock. */
+const MAX_SERIALIZATION_RETRIES = 3;
+/** Keys whose in_progress holder this store saw last (for waiters' re-check). */
+const SEEN_LIMIT = 10_000;
+
+interface Statement {
+  name: string;
+  text: string;
+}
+
+function buildStatements(names: ResolvedNames, notify: boolean) {
+  const t = names.qualified;
+  const cols = (alias: string) => COLUMNS.map((c) => `${alias}.${c}`).join(', ');
+  const clock = `clock AS (SELECT ${NOW_MS} AS ms)`;
+  const fence = `r.key = $1 AND r.token = $2 AND r.state = 'in_progress' AND r.expires_at > clock.ms`;
+  const announce = (cte: string, channelParam: string) =>
+    notify ? `SELECT pg_notify(${channelParam}, key) FROM ${cte}` : `SELECT key FROM ${cte}`;
+  const sql = {
+    // One statement: insert, or take over an expired row, or report the live one. Under READ
+    // COMMITTED a row committed after the snapshot can block the upsert yet be invisible to the
+    // SELECT: no row comes back and the claim runs again.
+    claim: `WITH ${clock},
+acquired AS (
+  INSERT INTO ${t} AS r (key, state, fingerprint, token, lease_expires_at, expires_at, created_at,
+    tool_name, scope, turn_id)
+  SELECT $1, 'in_progress', $2, $3, clock.ms + $4::bigint, clock.ms + greatest($4::bigint, $5::bigint),
+    clock.ms, $6, $7, $8
+  FROM clock
+  ON CONFLICT (key) DO UPDATE SET state = excluded.state, fingerprint = excluded.fingerprint,
+    token = excluded.token, lease_expires_at = excluded.lease_expires_at,
+    expires_at = excluded.expires_at, created_at = excluded.created_at, completed_at = NULL,
+    outcome = NULL, tool_name = excluded.tool_name, scope = excluded.scope, turn_id = excluded.turn_id
+  WHERE r.expires_at <= excluded.created_at
+  RETURNING ${cols('r')}, true AS acquired
+)
+SELECT acquired.*, (SELECT ms FROM clock) AS now FROM acquired
+UNION ALL
+SELECT ${cols('r')}, false, clock.ms FROM ${t} r, clock
+WHERE r.key = $1 AND r.expires_at > clock.ms AND NOT EXISTS (SELECT 1 FROM acquired)`,
+    complete: `WITH ${clock},
+done AS (
+  UPDATE ${t} r SET state = $3, outcome = $4, completed_at = clock.ms,
+    expires_at = clock.ms + $5::bigint
+  FROM clock WHERE ${fence}
+  RETURNING r.key
+)
+${announce('done', '$6')}`,
+    release: `WITH ${clock},
+gone AS (DELETE FROM ${t} r USING clock WHERE ${fence} RETURNING r.key)
+${announce('gone', '$3')}`,
+    renew: `WITH ${clock}
+UPDATE ${t} r SET lease_expires_at = clock.ms + $3::bigint,
+  expires_at = greatest(r.expires_at, clock.ms + $3::bigint)
+FROM clock WHERE ${fence}`,
+    takeover: `WITH ${clock}
+UPDATE ${t} r SET token = $3, lease_expires_at = clock.ms + $4::bigint,
+  expires_at = clock.ms + greatest($4::bigint, $5::bigint)
+FROM clock
+WHERE ${fence} AND r.lease_expires_at <= clock.ms`,
+    get: `WITH ${clock}
+SELECT ${cols('r')} FROM ${t} r, clock WHERE r.key = $1 AND r.expires_at > clock.ms`,
+    peek: `WITH ${clock}
+SELECT r.token, (r.state = 'in_progress' AND r.lease_expires_at > clock.ms) AS running
+FROM ${t} r, clock WHERE r.key = $1 AND r.expires_at > clock.ms`,
+    purge: `WITH ${clock},
+doomed AS (
+  SELECT r.key FROM ${t} r, clock WHERE r.expires_at <= clock.ms
+  ORDER BY r.expires_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED
+)
+DELETE FROM ${t} r USING doomed, clock WHERE r.key = doomed.key AND r.expires_at <= clock.ms`,
+  };
+  const statements = {} as Record<keyof typeof sql, Statement>;
+  for (const [op, text] of Object.entries(sql) as [keyof typeof sql, string][]) {
+    const digest = createHash('sha256').update(text).digest('hex').slice(0, 16);
+    statements[op] = { name: `idempotent_tools_${op}_${digest}`, text };
+  }
+  return statements;
+}
+
+/** PostgreSQL `text` holds neither NUL nor lone surrogates (they would not round-trip). */
+function storable(value: string): boolean {
+  return !value.includes('\u0000') && value.isWellFormed();
+}
+
+function checkText(field: string, value: string | undefined): void {
+  if (value !== undefined && !storable(value)) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} contains a NUL character (\\u0000) or a lone surrogate, which PostgreSQL text cannot store. Escape it (JSON.stringify does) or remove it.`,
+    });
+  }
+}
+
+function toRecord(row: Record<string, unknown>): IdempotencyRecord {
+  const record: IdempotencyRecord = {
+    key: row.key as string,
+    state: row.state as IdempotencyRecord['state'],
+    fingerprint: row.fingerprint as string,
+    token: row.token as string,
+    leaseExpiresAt: Number(row.lease_expires_at),
+    expiresAt: Number(row.expires_at),
+    createdAt: Number(row.created_at),
+  };
+  if (row.completed_at != null) record.completedAt = Number(row.completed_at);
+  if (row.outcome != null) record.outcome = row.outcome as string;
+  const meta: RecordMeta = {};
+  if (row.tool_name != null) meta.toolName = row.tool_name as string;
+  if (row.scope != null) meta.scope = row.scope as string;
+  if (row.turn_id != null) meta.turnId = row.turn_id as string;
+  if (Object.keys(meta).length > 0) record.meta = meta;
+  return record;
+}
+
+/**
+ * The PostgreSQL store for `pg`: durable, one statement per operation, times from the database
+ * clock, waiters woken through `LISTEN`/`NOTIFY`.
+ *
+ * ```ts
+ * const store = createPostgresStore(new pg.Pool({ connectionString }));
+ * await store.ensureSchema(); // or run sql/schema.sql in your migrations
+ * const idempotency = createIdempotency({ store });
+ * ```
+ */
+export function createPostgresStore(
+  pool: PgQueryable,
+  options: PostgresStoreOptions = {},
+): PostgresStore {
+  return new PostgresStore(pool, options);
+}
+
+export class PostgresStore implements IdempotencyStore {
+  readonly specificationVersion = 'v1' as const;
+  readonly name = 'postgres';
+  readonly capabilities: { notifiesChanges: boolean; durable: boolean };
+  /** The resolved schema, table and channel names. */
+  readonly names: ResolvedNames;
+
+  /**
+   * Resolve when `key` is completed or released by any process (`NOTIFY`), or after `timeoutMs`.
+   * Never rejects. Absent when the store cannot listen (`notifications: false`, or a client with
+   * `query` only): the executor then polls with claims.
+   */
+  readonly waitForChange?: (key: string, timeoutMs: number) => Promise<void>;
+
+  readonly #db: PgQueryable;
+  readonly #sql: ReturnType<typeof buildStatements>;
+  readonly #notify: boolean;
+  readonly #prepare: boolean;
+  readonly #purgeBatchSize: number;
+  readonly #changes: ChangeListener;
+  readonly #seen = new Map<string, string>();
+
+  constructor(pool: PgQueryable, options: PostgresStoreOptions = {}) {
+    if (pool == null || typeof (pool as Partial<PgQueryable>).query !== 'function') {
+      throw new InvalidInputError({
+        field: 'pool',
+        message: 'createPostgresStore needs a pg.Pool (or pg.Client): createPostgresStore(pool).',
+      });
+    }
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidInputError({ field: 'options', message: 'options must be an object.' });
+    }
+    const names = resolveNames(options);
+    const channel = options.channel ?? names.channel;
+    if (typeof channel !== 'string' || !/^[A-Za-z0-9_.:-]+$/.test(channel) || channel.length > 63) {
+      throw new InvalidInputError({
+        field: 'channel',
+        message: `channel must be 1-63 characters of letters, digits, _ . : -, got ${JSON.stringify(channel)}.`,
+      });
+    }
+    const batch = options.purgeBatchSize ?? 1000;
+    if (!Number.isInteger(batch) || batch < 1 || batch > 1_000_000) {
+      throw new InvalidInputError({
+        field: 'purgeBatchSize',
+        message: `purgeBatchSize must be a whole number between 1 and 1000000, got ${String(batch)}.`,
+      });
+    }
+    if (options.listenClient !== undefined && !isListenClient(options.listenClient)) {
+      throw new InvalidInputError({
+        field: 'listenClient',
+        message: 'listenClient must be a connected pg.Client (with query, on and removeListener).',
+      });
+    }
+    this.names = { ...names, channel };
+    this.#db = pool;
+    this.#notify = options.notifications ?? true;
+    this.#prepare = options.preparedStatements ?? true;
+    this.#purgeBatchSize = batch;
+    this.#sql = buildStatements(names, this.#notify);
+    const listenSource = !this.#notify
+      ? undefined
+      : (options.listenClient ?? (isPool(pool) ? pool : isListenClient(pool) ? pool : undefined));
+    this.#changes = new ChangeListener(listenSource, channel);
+    this.capabilities = { notifiesChanges: listenSource !== undefined, durable: true };
+    if (listenSource !== undefined) {
+      this.waitForChange = (key, timeoutMs) =>
+        this.#changes.wait(key, timeoutMs, () => this.#changedSinceClaim(key));
+    }
+  }
+
+  /**
+   * Create the table and its index if they do not exist (the DDL of `schemaSql`). Safe to call
+   * from many processes at once: an advisory lock serialises it.
+   */
+  async ensureSchema(): Promise<void> {
+    const text = `SELECT pg_advisory_xact_lock('${this.names.lockKey}'::bigint);\n${schemaSql(this.names)}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        // No parameters: one simple-protocol round trip, run as one implicit transaction.
+        await this.#db.query({ text });
+        return;
+      } catch (error) {
+        // A creator that does not take the lock (a migration) can still race us on pg_type.
+        const code = (error as { code?: unknown }).code;
+        if ((code === '23505' || code === '42P07') && attempt < 3) continue;
+        throw this.#unavailable('ensureSchema', error);
+      }
+    }
+  }
+
+  async claim(input: ClaimInput): Promise<ClaimResult> {
+    checkText('key', input.key);
+    checkText('fingerprint', input.fingerprint);
+    checkText('token', input.token);
+    checkText('meta.toolName', input.meta?.toolName);
+    checkText('meta.scope', input.meta?.scope);
+    checkText('meta.turnId', input.meta?.turnId);
+    const values = [
+      input.key,
+      input.fingerprint,
+      input.token,
+      input.leaseMs,
+      input.ttlMs,
+      input.meta?.toolName ?? null,
+      input.meta?.scope ?? null,
+      input.meta?.turnId ?? null,
+    ];
+    for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
+      const row = (await this.#run('claim', this.#sql.claim, values, input.key)).rows[0];
+      if (row === undefined) continue;
+      const record = toRecord(row);
+      if (row.acquired === true) return { status: 'acquired', token: input.token, record };
+      if (record.fingerprint !== input.fingerprint) return { status: 'drift', record };
+      if (record.state !== 'in_progress') return { status: 'completed', record };
+      this.#remember(record.key, record.token);
+      if (record.leaseExpiresAt <= Number(row.now)) return { status: 'stale', record };
+      return { status: 'in_progress', record };
+    }
+    throw new StoreUnavailableError({
+      key: input.key,
+      message: `The PostgreSQL store could not settle the claim of ${input.key} in ${MAX_CLAIM_ATTEMPTS} attempts (the record kept changing). The tool did not run; retry the same call.`,
+    });
+  }
+
+  async complete(input: CompleteInput): Promise<boolean> {
+    checkText('outcome', input.outcome);
+    if (!storable(input.key) || !storable(input.token)) return false;
+    const values = [input.key, input.token, input.state, input.outcome, input.ttlMs];
+    if (this.#notify) values.push(this.names.channel);
+    return (await this.#run('complete', this.#sql.complete, values, input.key)).rowCount === 1;
+  }
+
+  async release(key: string, token: string): Promise<boolean> {
+    if (!storable(key) || !storable(token)) return false;
+    const values: unknown[] = [key, token];
+    if (this.#notify) values.push(this.names.channel);
+    return (await this.#run('release', this.#sql.release, values, key)).rowCount === 1;
+  }
+
+  async renew(key: string, token: string, leaseMs: number): Promise<boolean> {
+    if (!storable(key) || !storable(token)) return false;
+    return (await this.#run('renew', this.#sql.renew, [key, token, leaseMs], key)).rowCount === 1;
+  }
+
+  async takeover(input: TakeoverInput): Promise<boolean> {
+    if (!storable(input.key) || !storable(input.staleToken)) return false;
+    checkText('token', input.token);
+    const values = [input.key, input.staleToken, input.token, input.leaseMs, input.ttlMs];
+    return (await this.#run('takeover', this.#sql.takeover, values, input.key)).rowCount === 1;
+  }
+
+  async get(key: string): Promise<IdempotencyRecord | undefined> {
+    if (!storable(key)) return undefined;
+    const row = (await this.#run('get', this.#sql.get, [key], key)).rows[0];
+    return row === undefined ? undefined : toRecord(row);
+  }
+
+  /** Delete expired records in batches of `purgeBatchSize`. Returns how many were removed. */
+  async purgeExpired(): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const { rowCount } = await this.#run('purgeExpired', this.#sql.purge, [this.#purgeBatchSize]);
+      removed += rowCount ?? 0;
+      if ((rowCount ?? 0) < this.#purgeBatchSize) return removed;
+    }
+  }
+
+  /** Wake every waiter and give back the `LISTEN` connection. Never ends your pool or client. */
+  async close(): Promise<void> {
+    await this.#changes.close();
+  }
+
+  // ---- internals ----
+
+  async #run(
+    what: string,
+    statement: Statement,
+    values: unknown[],
+    key?: string,
+  ): Promise<PgQueryResult> {
+    const config: PgQueryConfig = this.#prepare
+      ? { name: statement.name, text: statement.text, values }
+      : { text: statement.text, values };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#db.query(config);
+      } catch (error) {
+        // Only with a stricter default isolation level; the statement rolled back: run it again.
+        const code = (error as { code?: unknown }).code;
+        if ((code === '40001' || code === '40P01') && attempt < MAX_SERIALIZATION_RETRIES) {
+          continue;
+        }
+        throw this.#unavailable(what, error, key);
+      }
+    }
+  }
+
+  #unavailable(what: string, cause: unknown, key?: string): StoreUnavailableError {
+    const code = (cause as { code?: unknown }).code;
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    const message =
+      code === '42P01' || code === '3F000'
+        ? `The PostgreSQL store's table ${this.names.qualified} does not exist (${reason}). Create it with store.ensureSchema() or run schemaSql() / sql/schema.sql in a migration.`
+        : `The PostgreSQL store failed during ${what}: ${reason}. The database may be down or unreachable: check it, then retry the same call.`;
+    return new StoreUnavailableError({ key, cause, message });
+  }
+
+  #remember(key: string, token: string): void {
+    this.#seen.delete(key);
+    this.#seen.set(key, token);
+    if (this.#seen.size > SEEN_LIMIT) {
+      const oldest = this.#seen.keys().next();
+      if (oldest.done !== true) this.#seen.delete(oldest.value);
+    }
+  }
+
+  /**
+   * Whether the record changed since a claim of this store saw it `in_progress` (or, unseen,
+   * whether it is finished or stale): the change may have committed before `LISTEN` was active.
+   */
+  async #changedSinceClaim(key: string): Promise<boolean> {
+    const row = (await this.#run('waitForChange', this.#sql.peek, [key], key)).rows[0];
+    const seen = this.#seen.get(key);
+    return row === undefined
+      ? seen !== undefined
+      : row.running !== true || (seen !== undefined && row.token !== seen);
+  }
+}

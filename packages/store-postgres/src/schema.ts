@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import { InvalidInputError } from '@idempotent-tools/core';
+
+/** The schema and table the store uses. */
+export interface TableNames {
+  /**
+   * Schema of the table: lower-case letters, digits and `_`, starting with a letter or `_`, at
+   * most 63 characters (`/^[a-z_][a-z0-9_]{0,62}$/`). Always quoted in SQL.
+   * @default 'public'
+   */
+  schema?: string;
+  /**
+   * Name of the table, same rules as `schema`.
+   * @default 'idempotency_records'
+   */
+  table?: string;
+}
+
+export const DEFAULT_SCHEMA = 'public';
+export const DEFAULT_TABLE = 'idempotency_records';
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
+
+function hash(text: string, hexChars: number): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, hexChars);
+}
+
+/** Validate a schema / table name (typed error otherwise). */
+export function checkIdentifier(field: string, value: unknown): string {
+  if (typeof value !== 'string' || !IDENTIFIER.test(value)) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} must match /^[a-z_][a-z0-9_]{0,62}$/ (lower-case letters, digits and _, at most 63 characters), got ${JSON.stringify(value)}. Pick a plain lower-case name.`,
+    });
+  }
+  return value;
+}
+
+/** Quote an identifier for SQL. */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** Resolved names of everything the store creates and uses. */
+export interface ResolvedNames {
+  schema: string;
+  table: string;
+  /** `"schema"."table"`. */
+  qualified: string;
+  /** Unquoted index name (at most 63 bytes). */
+  index: string;
+  /** Default LISTEN/NOTIFY channel (at most 63 bytes). */
+  channel: string;
+  /** Key of the advisory lock that serialises `ensureSchema` for this table. */
+  lockKey: bigint;
+}
+
+export function resolveNames(names: TableNames = {}): ResolvedNames {
+  const schema = checkIdentifier('schema', names.schema ?? DEFAULT_SCHEMA);
+  const table = checkIdentifier('table', names.table ?? DEFAULT_TABLE);
+  const suffix = '_expires_at_idx';
+  // PostgreSQL truncates names to 63 bytes: shorten with a hash so two long table names in one
+  // schema never share an index name.
+  const index =
+    table.length + suffix.length <= 63
+      ? `${table}${suffix}`
+      : `${table.slice(0, 63 - suffix.length - 9)}_${hash(table, 8)}${suffix}`;
+  const readable = `idempotent_tools.${schema}.${table}`;
+  const channel =
+    readable.length <= 63 ? readable : `idempotent_tools.${hash(`${schema}.${table}`, 32)}`;
+  const lockKey = BigInt.asIntN(
+    64,
+    BigInt(`0x${hash(`idempotent-tools/ensure-schema/${schema}.${table}`, 16)}`),
+  );
+  return {
+    schema,
+    table,
+    qualified: `${quoteIdent(schema)}.${quoteIdent(table)}`,
+    index,
+    channel,
+    lockKey,
+  };
+}
+
+/**
+ * The DDL of the store's table, as plain SQL for your migrations. Idempotent: every statement is
+ * `IF NOT EXISTS`. `sql/schema.sql` in the package holds it for the default names.
+ *
+ * ```ts
+ * await pool.query(schemaSql({ schema: 'app', table: 'tool_calls' }));
+ * ```
+ */
+export function schemaSql(names: TableNames = {}): string {
+  const { schema, qualified, index } = resolveNames(names);
+  const createSchema =
+    schema === DEFAULT_SCHEMA
+      ? ''
+      : // CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when the schema exists.
+        `DO $$
+BEGIN
+  IF to_regnamespace('${schema}') IS NULL THEN
+    CREATE SCHEMA ${quoteIdent(schema)};
+  END IF;
+END
+$$;
+
+`;
+  return `-- Table of @idempotent-tools/store-postgres. Times are milliseconds since the Unix epoch
+-- on the database clock; outcome is the executor's serialised result, kept byte-exact.
+${createSchema}CREATE TABLE IF NOT EXISTS ${qualified} (
+  key text COLLATE "C" PRIMARY KEY,
+  state text NOT NULL CHECK (state IN ('in_progress', 'completed', 'failed')),
+  fingerprint text NOT NULL,
+  token text NOT NULL,
+  lease_expires_at bigint NOT NULL,
+  expires_at bigint NOT NULL,
+  created_at bigint NOT NULL,
+  completed_at bigint,
+  outcome text,
+  tool_name text,
+  scope text,
+  turn_id text
+);
+
+CREATE INDEX IF NOT EXISTS ${quoteIdent(index)} ON ${qualified} (expires_at);
+`;
+}
