@@ -51,7 +51,9 @@ describe('the key format', () => {
           .string({ minLength: 1, maxLength: 128, unit: 'grapheme' })
           // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
           .filter((s) => !/[\u0000-\u001f\u007f-\u009f]/.test(s) && s.length <= 128),
-        fc.string({ minLength: 1, maxLength: 100, unit: 'binary' }).filter((s) => s.isWellFormed()),
+        fc
+          .string({ minLength: 1, maxLength: 100, unit: 'binary' })
+          .filter((s) => s.isWellFormed() && !s.includes('\u0000')),
         fc.option(fc.string({ minLength: 1, maxLength: 100 }), { nil: undefined }),
         fc.jsonValue(),
         (toolName, turnId, scope, args) => {
