@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import fc from 'fast-check';
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { canonicalize, fingerprint, sha256 } from './canonicalize.js';
 import { InvalidInputError } from './errors/index.js';
 
@@ -206,6 +206,144 @@ describe('key order', () => {
     expect(canonicalize(value)).toBe('{"a":{"e":"1970-01-01T00:00:00.000Z"},"b":[{"c":2,"d":1}]}');
     expect(Object.keys(value)).toEqual(['b', 'a']);
     expect(Object.keys(value.b[0]!)).toEqual(['d', 'c']);
+  });
+});
+
+describe('compiled copiers (shapes seen many times)', () => {
+  // More than the hits after which a shape gets a compiled copier.
+  const MANY = 400;
+
+  test('the same shape with different values, nested, undefined, toJSON', () => {
+    for (let i = 0; i < MANY; i++) {
+      const value = {
+        zeta: i % 3 === 0 ? undefined : i,
+        alpha: { y: `s${i}`, x: [i, null, i % 2 === 0] },
+        mid: i % 5 === 0 ? new Date(i) : { d: -i / 7, c: 'é😀' },
+        beta: i % 7 === 0 ? null : [{ q: 1, p: 2 }],
+      };
+      expect(canonicalize(value)).toBe(reference(JSON.parse(JSON.stringify(value))));
+    }
+  });
+
+  test('values the fast path rejects still get the precise error', () => {
+    for (let i = 0; i < MANY; i++) canonicalize({ b: i, a: { d: i, c: i } });
+    expectInvalid({ b: Number.NaN, a: { d: 1, c: 2 } }, 'args.b is NaN');
+    expectInvalid({ b: 1, a: { d: 10n, c: 2 } }, 'args.a.d is a BigInt');
+    expectInvalid({ b: 1, a: { d: () => 1, c: 2 } }, 'args.a.d is a function');
+    expectInvalid({ b: Symbol('s'), a: { d: 1, c: 2 } }, 'args.b is a symbol');
+    expectInvalid({ b: 'x\ud800', a: { d: 1, c: 2 } }, 'args.b is a string with a lone surrogate');
+    const self: Record<string, unknown> = { b: 1 };
+    self.a = { d: self, c: 1 };
+    expectInvalid(self, 'args.a.d is a circular reference');
+    expectInvalid({ b: 1, a: { d: 1, c: new Map() } }, 'args.a.c is a Map');
+    expect(canonicalize({ b: Object(1), a: { d: Object('s'), c: Object.create(null) } })).toBe(
+      '{"a":{"c":{},"d":"s"},"b":1}',
+    );
+  });
+
+  test('hostile key names are data, never code', async () => {
+    // A fresh module instance, with a spy on the Function constructor to see the generated code.
+    vi.resetModules();
+    const fresh = await import('./canonicalize.js');
+    const sources: string[] = [];
+    const original = globalThis.Function;
+    globalThis.Function = new Proxy(original, {
+      construct(target, args: string[]) {
+        sources.push(args.at(-1)!);
+        return Reflect.construct(target, args) as object;
+      },
+    });
+    const marker = globalThis as { pwned?: unknown };
+    const hostile = [
+      '"',
+      '\\',
+      '\u2028',
+      '\u2029',
+      '\n',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: a template literal injection attempt
+      '`${globalThis.pwned = 1}`',
+      '*/ globalThis.pwned = 2; /*',
+      '"});globalThis.pwned=3;({"',
+      '"});process.exit(1);({"',
+      "'});globalThis.pwned=4;({'",
+      'constructor',
+      'toString',
+      'hasOwnProperty',
+      'valueOf',
+      'o',
+      'd',
+      'v0',
+      'walk',
+      'BAIL',
+      '',
+    ];
+    const keys = [...hostile].reverse();
+    try {
+      for (let i = 0; i < MANY; i++) {
+        const value: Record<string, unknown> = {};
+        for (let k = 0; k < keys.length; k++) {
+          value[keys[k]!] = k === 0 ? { b: i, a: i } : `${i}:${k}`;
+        }
+        expect(fresh.canonicalize(value)).toBe(reference(value));
+      }
+      for (const part of [hostile.slice(0, 10), hostile.slice(10)]) {
+        for (let i = 0; i < MANY; i++) {
+          const value: Record<string, unknown> = {};
+          for (const k of [...part].reverse()) value[k] = i;
+          const text = fresh.canonicalize(value);
+          expect(text).toBe(reference(value));
+          expect(Object.keys(JSON.parse(text) as object)).toEqual([...part].sort());
+        }
+      }
+    } finally {
+      globalThis.Function = original;
+    }
+    expect(marker.pwned).toBeUndefined();
+    // One copier for the 20-key shape, one for each part, one for the { b, a } value.
+    expect(sources).toHaveLength(4);
+    for (const k of hostile) expect(sources[0]).toContain(`o[${JSON.stringify(k)}]`);
+  });
+
+  test('__proto__ and array-index keys keep their place', () => {
+    for (let i = 0; i < MANY; i++) {
+      const proto = JSON.parse(`{"z":${i},"__proto__":{"b":1,"a":${i}},"a":0}`) as unknown;
+      expect(canonicalize(proto)).toBe(`{"__proto__":{"a":${i},"b":1},"a":0,"z":${i}}`);
+      expect(canonicalize({ b: i, '10': 1, '2': 2 })).toBe(`{"10":1,"2":2,"b":${i}}`);
+    }
+  });
+
+  test('getters are read in canonical order, like the slow path', () => {
+    for (let i = 0; i < MANY; i++) {
+      const mutating: Record<string, unknown> = {
+        c: 3,
+        get a() {
+          delete mutating.b;
+          return i;
+        },
+        b: 2,
+      };
+      expect(canonicalize(mutating)).toBe(`{"a":${i},"c":3}`);
+    }
+  });
+
+  test('falls back when code generation from strings is forbidden', async () => {
+    vi.resetModules();
+    const fresh = await import('./canonicalize.js');
+    const original = globalThis.Function;
+    let attempts = 0;
+    globalThis.Function = function forbidden() {
+      attempts++;
+      throw new EvalError('Code generation from strings disallowed for this context');
+    } as unknown as FunctionConstructor;
+    try {
+      for (let i = 0; i < MANY; i++) {
+        const value = { b: i, a: { d: [i], c: 'x' } };
+        expect(fresh.canonicalize(value)).toBe(reference(value));
+      }
+    } finally {
+      globalThis.Function = original;
+    }
+    expect(attempts).toBe(1);
   });
 });
 
