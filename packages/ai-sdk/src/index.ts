@@ -1,0 +1,14 @@
+export * from '@idempotent-tools/core';
+export {
+  type ExecutorOptions,
+  type IdempotentToolOptions,
+  type IdempotentToolsOptions,
+  idempotencyContext,
+  idempotentTool,
+  idempotentTools,
+  type PerCall,
+  type PolicyOf,
+  type ToolCallInfo,
+  type WrapOptions,
+} from './idempotent-tools.js';
+export { turnIdFromModelMessages } from './turn-id.js';
