@@ -1,0 +1,261 @@
+/**
+ * OpenAI function calling over a flaky network. The real `openai` client talks to a local
+ * OpenAI-compatible server that drops a connection after the request arrived (the SDK retries)
+ * and cuts a reply mid-body (the app runs the turn again). The `create_ticket` tool runs through
+ * `@idempotent-tools/openai`: the model's repeated calls are replayed, the ticket is opened once.
+ *
+ * Part 1: Chat Completions with `createToolDispatcher`. Part 2: the Agents SDK with
+ * `wrapAgentTools`. Offline by default; the real API when OPENAI_API_KEY is set (then the lost
+ * answer is simulated by the app, since a real network cannot be made to fail on cue).
+ */
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  createIdempotency,
+  createToolDispatcher,
+  type Idempotency,
+  wrapAgentTools,
+} from '@idempotent-tools/openai';
+import { type ModelTurn, startScriptedServer } from '@idempotent-tools/openai/testing';
+import { openSqliteStore } from '@idempotent-tools/store-sqlite';
+import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
+import OpenAI from 'openai';
+import type {
+  ChatCompletionFunctionTool,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
+import { z } from 'zod';
+
+const ticketArgs = z.object({
+  title: z.string().min(1).describe('A short title of the problem'),
+  priority: z.enum(['low', 'normal', 'high']).default('normal'),
+});
+type TicketArgs = z.infer<typeof ticketArgs>;
+
+/** The side effect: a ticket system with no idempotency of its own. */
+class TicketSystem {
+  readonly tickets: Array<{ id: string; title: string }> = [];
+  constructor(private readonly print: (line: string) => void) {}
+  create(args: TicketArgs) {
+    const ticket = { id: `T-${this.tickets.length + 1}`, title: args.title };
+    this.tickets.push(ticket);
+    this.print(`    side effect: ticket ${ticket.id} opened`);
+    return { ticket: ticket.id, title: args.title, priority: args.priority };
+  }
+}
+
+/** The scripted model of the offline run: two identical calls (a parallel duplicate) for chat. */
+function scriptedModel(turn: ModelTurn) {
+  if (turn.toolOutputs.length === 0) {
+    const call = { name: 'create_ticket', arguments: { title: turn.userText, priority: 'high' } };
+    return { toolCalls: turn.api === 'chat' ? [call, call] : [call] };
+  }
+  const { ticket } = JSON.parse(turn.toolOutputs[0] ?? '{}') as { ticket?: string };
+  return { content: `Ticket ${ticket} is open; the team is on it.` };
+}
+
+const errorText = (error: unknown) =>
+  `${(error as Error).message}${(error as Error).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`;
+
+export interface MainOptions {
+  print?: (line: string) => void;
+  /** Where the SQLite store lives. @default <example>/.demo-data */
+  dataDir?: string;
+}
+
+export async function main(options: MainOptions = {}) {
+  const transcript: string[] = [];
+  const print = (line: string) => {
+    transcript.push(line);
+    options.print?.(line);
+  };
+  const live = process.env.OPENAI_API_KEY !== undefined && process.env.OPENAI_API_KEY !== '';
+  const dataDir = options.dataDir ?? fileURLToPath(new URL('../.demo-data', import.meta.url));
+  const dbFile = join(dataDir, 'openai-function-calling.db');
+  mkdirSync(dataDir, { recursive: true });
+  for (const suffix of ['', '-wal', '-shm']) {
+    if (existsSync(dbFile + suffix)) rmSync(dbFile + suffix);
+  }
+  setTracingDisabled(true);
+
+  const server = live
+    ? undefined
+    : await startScriptedServer({
+        respond: scriptedModel,
+        // chat: dropped, ok (tool calls), cut (the answer), ok (tool call again), ok (answer);
+        // agents: dropped, ok (tool call), cut, ok (tool call again), ok (answer)
+        faults: [
+          'drop',
+          undefined,
+          'truncate',
+          undefined,
+          undefined,
+          'drop',
+          undefined,
+          'truncate',
+        ],
+      });
+  const model = live ? (process.env.OPENAI_MODEL ?? 'gpt-4.1-mini') : 'scripted';
+  /** The model's client: logs what the network does to it. */
+  const openai = new OpenAI({
+    ...(server ? { apiKey: 'offline', baseURL: server.baseURL } : {}),
+    maxRetries: 2,
+    fetch: async (input, init) => {
+      try {
+        return await fetch(input, init);
+      } catch (error) {
+        print(`  network: ${errorText(error)} -> the openai SDK retries the request`);
+        throw error;
+      }
+    },
+  });
+  const store = openSqliteStore(dbFile);
+  const idempotency = createIdempotency({ store });
+  const system = new TicketSystem(print);
+  let replayed = 0;
+  const countReplays = (output: string) => {
+    if (output.includes('"replayed":true')) replayed++;
+  };
+
+  print(
+    `OpenAI function calling over a flaky network (${live ? `real API, ${model}` : `offline: scripted server at ${server?.baseURL}`})`,
+  );
+  print(`Store: SQLite ${dbFile}`);
+  try {
+    print('\n1. Chat Completions + createToolDispatcher');
+    await chatCompletions(openai, model, idempotency, system, print, countReplays, live);
+    print('\n2. Agents SDK + wrapAgentTools');
+    await agentsSdk(openai, model, idempotency, system, print, countReplays, live);
+  } finally {
+    store.close();
+    await server?.close();
+  }
+  const titles = system.tickets.map((t) => t.title);
+  const duplicates = titles.length - new Set(titles).size;
+  print(
+    `\n${system.tickets.length} ticket(s) opened for 2 requests; ${replayed} repeated call(s) replayed; ${duplicates} duplicate(s).`,
+  );
+  return { sideEffects: system.tickets.length, duplicates, replayed, transcript };
+}
+
+type Print = (line: string) => void;
+
+async function chatCompletions(
+  openai: OpenAI,
+  model: string,
+  idempotency: Idempotency,
+  system: TicketSystem,
+  print: Print,
+  countReplays: (output: string) => void,
+  live: boolean,
+) {
+  const tools = createToolDispatcher(idempotency, {
+    create_ticket: { schema: ticketArgs, execute: (args: TicketArgs) => system.create(args) },
+  });
+  const definitions: ChatCompletionFunctionTool[] = tools.describe([
+    {
+      type: 'function',
+      function: {
+        name: 'create_ticket',
+        description: 'Open a support ticket.',
+        parameters: z.toJSONSchema(ticketArgs) as Record<string, unknown>,
+      },
+    },
+  ]);
+  const history: ChatCompletionMessageParam[] = [
+    { role: 'system', content: 'You are a helpdesk agent. Open a ticket for every problem.' },
+    { role: 'user', content: 'The printer on floor 3 is on fire' },
+  ];
+  print(`  user: ${(history[1] as { content: string }).content}`);
+  let loseAnswer = live; // with the real API the app simulates the lost answer once
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const messages = [...history]; // the app saved the user message only: the turn restarts
+    try {
+      for (let step = 0; step < 5; step++) {
+        if (step > 0 && loseAnswer) {
+          loseAnswer = false;
+          throw new Error('simulated: the answer was lost on the way');
+        }
+        const completion = await openai.chat.completions.create({
+          model,
+          messages,
+          tools: definitions,
+        });
+        const message = completion.choices[0]?.message;
+        if (message === undefined) throw new Error('no answer');
+        messages.push(message);
+        if (!message.tool_calls?.length) {
+          print(`  model: ${message.content}`);
+          return;
+        }
+        for (const call of message.tool_calls) {
+          if (call.type === 'function')
+            print(`  model: ${call.function.name}(${call.function.arguments}) [${call.id}]`);
+        }
+        for (const out of await tools.runChat(message, { messages })) {
+          print(`  tool -> ${out.content} [${out.tool_call_id}]`);
+          countReplays(out.content as string);
+          messages.push(out);
+        }
+      }
+    } catch (error) {
+      print(
+        `  network: ${errorText(error)} -> the app runs the turn again (attempt ${attempt + 1})`,
+      );
+    }
+  }
+}
+
+async function agentsSdk(
+  openai: OpenAI,
+  model: string,
+  idempotency: Idempotency,
+  system: TicketSystem,
+  print: Print,
+  countReplays: (output: string) => void,
+  live: boolean,
+) {
+  const createTicket = tool({
+    name: 'create_ticket',
+    description: 'Open a support ticket.',
+    parameters: ticketArgs,
+    execute: (args) => system.create(args),
+  });
+  const agent = wrapAgentTools(
+    idempotency,
+    new Agent({
+      name: 'helpdesk',
+      instructions: 'You are a helpdesk agent. Open a ticket for every problem.',
+      tools: [createTicket],
+      model: new OpenAIResponsesModel(openai, model),
+    }),
+  );
+  agent.on('agent_tool_start', (_ctx, _tool, { toolCall }) => {
+    if (toolCall.type === 'function_call') {
+      print(`  model: ${toolCall.name}(${toolCall.arguments}) [${toolCall.callId}]`);
+    }
+  });
+  agent.on('agent_tool_end', (_ctx, _tool, output, { toolCall }) => {
+    print(`  tool -> ${output} [${(toolCall as { callId?: string }).callId}]`);
+    countReplays(output);
+  });
+  const input = 'The VPN drops every five minutes';
+  print(`  user: ${input}`);
+  let loseAnswer = live;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    try {
+      const result = await run(agent, input, { maxTurns: 4 });
+      if (loseAnswer) {
+        loseAnswer = false;
+        throw new Error('simulated: the answer was lost on the way');
+      }
+      print(`  model: ${result.finalOutput}`);
+      return;
+    } catch (error) {
+      print(
+        `  network: ${errorText(error)} -> the app runs the agent again (attempt ${attempt + 1})`,
+      );
+    }
+  }
+}

@@ -1,0 +1,122 @@
+/** A small tool-calling app over the real openai client, shared by the tests and the crash child. */
+import { appendFileSync } from 'node:fs';
+import OpenAI from 'openai';
+import type {
+  ChatCompletionFunctionTool,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
+import type { FunctionTool, ResponseInput } from 'openai/resources/responses/responses';
+import { z } from 'zod';
+import type { ToolDispatcher } from '../index.js';
+import type { ModelTurn, ScriptedReply } from '../testing/index.js';
+
+export const ticketArgs = z.object({
+  title: z.string().min(1),
+  priority: z.enum(['low', 'normal', 'high']).default('normal'),
+});
+
+export const chatTools: ChatCompletionFunctionTool[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'create_ticket',
+      description: 'Open a support ticket.',
+      parameters: z.toJSONSchema(ticketArgs) as Record<string, unknown>,
+    },
+  },
+];
+
+export const responsesTools: FunctionTool[] = [
+  {
+    type: 'function',
+    name: 'create_ticket',
+    description: 'Open a support ticket.',
+    parameters: z.toJSONSchema(ticketArgs) as Record<string, unknown>,
+    strict: false,
+  },
+];
+
+/** A side effect that counts: in memory, and in a file when one is given. */
+export function ticketSystem(effectsFile?: string) {
+  const tickets: Array<{ id: string; title: string }> = [];
+  return {
+    tickets,
+    create(args: z.infer<typeof ticketArgs>) {
+      const ticket = { id: `T-${tickets.length + 1}`, title: args.title };
+      tickets.push(ticket);
+      if (effectsFile !== undefined) appendFileSync(effectsFile, `${JSON.stringify(ticket)}\n`);
+      return { ticket: ticket.id, title: ticket.title, priority: args.priority };
+    },
+  };
+}
+
+/** Calls create_ticket once for the user's text, then answers with the tool outputs. */
+export function ticketModel(turn: ModelTurn): ScriptedReply {
+  if (turn.toolOutputs.length === 0) {
+    return { toolCalls: [{ name: 'create_ticket', arguments: { title: turn.userText } }] };
+  }
+  return { content: `Done: ${turn.toolOutputs.join(' | ')}` };
+}
+
+export function client(baseURL: string): OpenAI {
+  return new OpenAI({ apiKey: 'test', baseURL, timeout: 400, maxRetries: 2 });
+}
+
+/** One user turn with Chat Completions: model, tools, model, ... until a text answer. */
+export async function chatTurn(
+  openai: OpenAI,
+  tools: ToolDispatcher,
+  history: ChatCompletionMessageParam[],
+  options: { turnId?: string } = {},
+): Promise<{ messages: ChatCompletionMessageParam[]; text: string }> {
+  const messages = [...history];
+  for (let step = 0; step < 6; step++) {
+    const completion = await openai.chat.completions.create({
+      model: 'scripted',
+      messages,
+      tools: tools.describe(chatTools),
+    });
+    const message = completion.choices[0]?.message;
+    if (message === undefined) throw new Error('no choice');
+    messages.push(message);
+    if (!message.tool_calls?.length) return { messages, text: message.content ?? '' };
+    messages.push(...(await tools.runChat(message, { messages, ...options })));
+  }
+  throw new Error('too many steps');
+}
+
+/** One user turn with the Responses API, the app keeping the input itself (no previous_response_id). */
+export async function responsesTurn(
+  openai: OpenAI,
+  tools: ToolDispatcher,
+  history: ResponseInput,
+): Promise<{ input: ResponseInput; text: string }> {
+  const input = [...history];
+  for (let step = 0; step < 6; step++) {
+    const response = await openai.responses.create({
+      model: 'scripted',
+      input,
+      tools: tools.describe(responsesTools),
+    });
+    const calls = response.output.filter((item) => item.type === 'function_call');
+    if (calls.length === 0) return { input, text: response.output_text };
+    input.push(...calls, ...(await tools.runResponses(response.output, { input })));
+  }
+  throw new Error('too many steps');
+}
+
+/** The app's own retry: run the turn again from the saved history when it fails. */
+export async function withRetries<T>(attempts: number, fn: () => Promise<T>): Promise<T> {
+  let last: unknown;
+  for (let i = 0; i < attempts; i++) {
+    try {
+      return await fn();
+    } catch (error) {
+      last = error;
+    }
+  }
+  throw last;
+}
+
+/** The user message of the crash scenarios. */
+export const CRASH_PROMPT = 'The printer is on fire';

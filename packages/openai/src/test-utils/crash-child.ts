@@ -1,0 +1,51 @@
+/**
+ * A process that runs one turn and SIGKILLs itself after the side effect (before its outcome is
+ * stored) or after the outcome is stored (before replying). Driven by crash.test.ts.
+ */
+import { openSqliteStore } from '@idempotent-tools/store-sqlite';
+import { Agent, run, setTracingDisabled, tool } from '@openai/agents';
+import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
+import { createIdempotency, createToolDispatcher, wrapAgentTools } from '../index.js';
+import { CRASH_PROMPT, chatTurn, client, ticketArgs, ticketSystem } from './app.js';
+
+const { CRASH_API, CRASH_MODE, CRASH_DB, CRASH_EFFECTS, CRASH_BASE_URL } = process.env;
+const die = () => process.kill(process.pid, 'SIGKILL');
+const idempotency = createIdempotency({
+  store: openSqliteStore(CRASH_DB as string),
+  lease: 300,
+  onEvent: (event) => {
+    if (CRASH_MODE === 'after-persist' && event.outcome === 'executed') die();
+  },
+});
+const system = ticketSystem(CRASH_EFFECTS);
+const execute = (args: { title: string; priority: 'low' | 'normal' | 'high' }) => {
+  const result = system.create(args);
+  if (CRASH_MODE === 'after-effect') die();
+  return result;
+};
+
+if (CRASH_API === 'chat') {
+  const tools = createToolDispatcher(idempotency, {
+    create_ticket: { schema: ticketArgs, execute },
+  });
+  await chatTurn(client(CRASH_BASE_URL as string), tools, [
+    { role: 'user', content: CRASH_PROMPT },
+  ]);
+} else {
+  setTracingDisabled(true);
+  const model = new ScriptedModel([
+    [functionCall('create_ticket', { title: CRASH_PROMPT }, { callId: 'c1' })],
+    [assistantMessage('done')],
+  ]);
+  const ticket = tool({
+    name: 'create_ticket',
+    description: 'Open a ticket.',
+    parameters: ticketArgs,
+    execute,
+  });
+  await run(
+    wrapAgentTools(idempotency, new Agent({ name: 'a', tools: [ticket], model })),
+    CRASH_PROMPT,
+  );
+}
+console.log('the process was not killed');

@@ -1,0 +1,119 @@
+/**
+ * Outbound `Idempotency-Key` (DESIGN section 8): the key of the running tool call, sent on to the
+ * vendors the tool calls, so that a re-execution (or an SDK retry) is deduped at the vendor too.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { type ExecutionContext, InvalidInputError, sha256 } from '@idempotent-tools/core';
+
+const storage = new AsyncLocalStorage<ExecutionContext>();
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** Run `fn` with `context` as the current execution context (the adapter does this for every tool). */
+export function withExecutionContext<T>(context: ExecutionContext, fn: () => T): T {
+  return storage.run(context, fn);
+}
+
+/** The execution context of the wrapped tool call running now, or undefined outside one. */
+export function currentExecutionContext(): ExecutionContext | undefined {
+  return storage.getStore();
+}
+
+/**
+ * The key to send to a vendor for one of the calls a tool makes: the tool call's key itself
+ * without a label, else `${key}.${first 22 characters of base64url(SHA-256(label))}` (69 ASCII
+ * characters, safe as a header). The same key and label give the same vendor key on every retry.
+ */
+export function vendorKey(key: string, label?: string): string {
+  return label === undefined ? key : `${key}.${sha256(label).slice(0, 22)}`;
+}
+
+function contextOrThrow(context: ExecutionContext | undefined, what: string): ExecutionContext {
+  const ctx = context ?? storage.getStore();
+  if (ctx === undefined) {
+    throw new InvalidInputError({
+      field: 'context',
+      message: `${what} needs the tool call's execution context: call it inside a wrapped tool, or pass the tool's ctx.`,
+    });
+  }
+  return ctx;
+}
+
+/**
+ * Headers for any SDK call that takes per-request headers:
+ * `client.files.create(body, { headers: idempotencyHeaders(ctx) })`. Note that openai v7's own
+ * `idempotencyKey` request option sends nothing for the OpenAI client: use this instead.
+ *
+ * @param context the tool's execution context; @default the wrapped tool call running now
+ * @param label names this vendor call when the tool makes several (see `vendorKey`)
+ */
+export function idempotencyHeaders(
+  context?: ExecutionContext,
+  label?: string,
+): { 'Idempotency-Key': string } {
+  return { 'Idempotency-Key': vendorKey(contextOrThrow(context, 'idempotencyHeaders').key, label) };
+}
+
+export interface IdempotentFetchOptions {
+  /** The fetch to wrap. @default globalThis.fetch */
+  fetch?: typeof fetch;
+  /** The header to set. @default 'Idempotency-Key' */
+  header?: string;
+  /** Whose key to send. @default the wrapped tool call running when the request is made */
+  context?: ExecutionContext;
+}
+
+type BodyInit = NonNullable<RequestInit['body']>;
+
+function bodyText(body: BodyInit | null | undefined): string | undefined {
+  if (body == null) return '';
+  if (typeof body === 'string' || body instanceof URLSearchParams) return body.toString();
+  if (body instanceof ArrayBuffer) return Buffer.from(body).toString('base64');
+  if (ArrayBuffer.isView(body)) {
+    return Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('base64');
+  }
+  return undefined; // streams, FormData, Blob: not read
+}
+
+/**
+ * A `fetch` that sets `Idempotency-Key` on mutating requests (POST, PUT, PATCH, DELETE) made
+ * while a wrapped tool runs; other requests, requests outside a tool call and requests that
+ * already carry the header pass through unchanged. Give it to a vendor SDK once:
+ * `new Stripe(key, { httpClient: Stripe.createFetchHttpClient(idempotentFetch()) })`,
+ * `new OpenAI({ fetch: idempotentFetch() })`.
+ *
+ * Per vendor call: during one tool execution, the n-th distinct mutating request to a method +
+ * URL (n = 0, 1, ...) gets `vendorKey(ctx.key, `${METHOD} ${url} #${n}`)`. A request with the same
+ * body as an earlier one to that method + URL (an SDK retry) reuses its key; bodies that cannot be
+ * read without consuming them (streams, FormData, Blob) always count as new.
+ */
+export function idempotentFetch(options: IdempotentFetchOptions = {}): typeof fetch {
+  const inner = options.fetch ?? globalThis.fetch;
+  const header = options.header ?? 'Idempotency-Key';
+  const seen = new WeakMap<ExecutionContext, Map<string, (string | undefined)[]>>();
+  return async (input, init) => {
+    const context = options.context ?? storage.getStore();
+    const request = input instanceof Request ? input : undefined;
+    const method = (init?.method ?? request?.method ?? 'GET').toUpperCase();
+    const headers = new Headers(init?.headers ?? request?.headers);
+    if (context === undefined || !MUTATING.has(method) || headers.has(header)) {
+      return inner(input, init);
+    }
+    const url = request?.url ?? String(input);
+    const body =
+      init?.body !== undefined
+        ? bodyText(init.body)
+        : request?.body == null
+          ? ''
+          : await request.clone().text();
+    const byEndpoint = seen.get(context) ?? new Map<string, (string | undefined)[]>();
+    seen.set(context, byEndpoint);
+    const endpoint = `${method} ${url}`;
+    const bodies = byEndpoint.get(endpoint) ?? [];
+    byEndpoint.set(endpoint, bodies);
+    const digest = body === undefined ? undefined : sha256(body);
+    let n = digest === undefined ? -1 : bodies.indexOf(digest);
+    if (n < 0) n = bodies.push(digest) - 1;
+    headers.set(header, vendorKey(context.key, `${endpoint} #${n}`));
+    return inner(input, { ...init, headers });
+  };
+}
