@@ -1,5 +1,23 @@
 import { runCanonicalBench } from './canonical.ts';
+import { runStoresBench } from './stores.ts';
+
+/** The benches by name: `node src/run.ts [name...]` runs the named ones, no name runs all. */
+const benches: Record<string, () => unknown> = {
+  canonical: runCanonicalBench,
+  stores: runStoresBench,
+};
+
+const names = process.argv.slice(2);
+const unknown = names.filter((name) => !(name in benches));
+if (unknown.length > 0) {
+  console.error(`Unknown bench ${unknown.join(', ')}; known: ${Object.keys(benches).join(', ')}.`);
+  process.exit(2);
+}
 
 const started = performance.now();
-runCanonicalBench();
-console.log(`\nDone in ${((performance.now() - started) / 1000).toFixed(1)} s.`);
+for (const [name, run] of Object.entries(benches)) {
+  if (names.length > 0 && !names.includes(name)) continue;
+  await run();
+  console.log();
+}
+console.log(`Done in ${((performance.now() - started) / 1000).toFixed(1)} s.`);
