@@ -138,6 +138,18 @@ export function validateKeyParts(input: {
  * over `maxArgsBytes`. Nothing is stored.
  */
 export function deriveKey(input: KeyInput, options: DeriveKeyOptions = {}): DerivedKey {
+  const { key, fingerprint } = deriveKeyAndSize(input, options);
+  return { key, fingerprint };
+}
+
+/**
+ * `deriveKey`, plus the size of the canonical args in UTF-8 bytes (for events).
+ * @internal Not exported from the package.
+ */
+export function deriveKeyAndSize(
+  input: KeyInput,
+  options: DeriveKeyOptions = {},
+): DerivedKey & { argsBytes: number } {
   if (input === null || typeof input !== 'object') {
     throw new InvalidInputError({
       field: 'input',
@@ -160,11 +172,11 @@ export function deriveKey(input: KeyInput, options: DeriveKeyOptions = {}): Deri
   }
   const maxArgsBytes = options.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
   const canonicalArgs = canonicalize(input.args);
-  // A UTF-16 unit is at most 3 UTF-8 bytes: count bytes only when it can matter.
-  if (canonicalArgs.length * 3 > maxArgsBytes && Buffer.byteLength(canonicalArgs) > maxArgsBytes) {
+  const argsBytes = Buffer.byteLength(canonicalArgs);
+  if (argsBytes > maxArgsBytes) {
     throw new InvalidInputError({
       field: 'args',
-      message: `args are ${Buffer.byteLength(canonicalArgs)} bytes of JSON; the limit is ${maxArgsBytes}. Pass a smaller payload (a reference instead of the data) or raise maxArgsBytes.`,
+      message: `args are ${argsBytes} bytes of JSON; the limit is ${maxArgsBytes}. Pass a smaller payload (a reference instead of the data) or raise maxArgsBytes.`,
     });
   }
   const fingerprint = sha256(canonicalArgs);
@@ -190,5 +202,5 @@ export function deriveKey(input: KeyInput, options: DeriveKeyOptions = {}): Deri
       fingerprint,
     ]);
   }
-  return { key: `${KEY_VERSION}_${sha256(parts)}`, fingerprint };
+  return { key: `${KEY_VERSION}_${sha256(parts)}`, fingerprint, argsBytes };
 }

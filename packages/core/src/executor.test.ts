@@ -383,23 +383,40 @@ describe('stale records (a holder died mid-way)', () => {
     expect(fn).not.toHaveBeenCalled();
   });
 
-  test("onStale: 'reexecute' runs again (for vendors that dedupe by the key)", async () => {
+  test("onStale: 'reexecute' runs again, only when the tool declares vendorDedupes", async () => {
     const { idempotency, store } = setup();
     const { key, fingerprint } = idempotency.keyOf(call());
     await crashedAttempt(store, key, fingerprint);
     const keys: string[] = [];
-    const r = await idempotency.run(call(), async (_a, ctx) => keys.push(ctx.key), {
-      onStale: 'reexecute',
-    });
+    const fn = async (_a: unknown, ctx: { key: string }) => keys.push(ctx.key);
+    // Without the declaration: a typed error that says why, and nothing runs or changes.
+    await expect(idempotency.run(call(), fn, { onStale: 'reexecute' })).rejects.toSatisfy(
+      (e) =>
+        InvalidInputError.isInstance(e) && e.field === 'onStale' && /vendorDedupes/.test(e.message),
+    );
+    expect(() => createIdempotency({ store, onStale: 'reexecute' })).toThrow(/vendorDedupes: true/);
+    await expect(
+      idempotency.run(call(), fn, { onStale: 'reexecute', vendorDedupes: 'yes' as never }),
+    ).rejects.toSatisfy((e) => InvalidInputError.isInstance(e) && e.field === 'vendorDedupes');
+    expect(keys).toEqual([]);
+    expect((await store.get(key))?.state).toBe('in_progress');
+    const r = await idempotency.run(call(), fn, { onStale: 'reexecute', vendorDedupes: true });
     expect(r.replayed).toBe(false);
     expect(keys).toEqual([key]);
+    // The declaration may also be an executor default.
+    const declared = createIdempotency({ store, onStale: 'reexecute', vendorDedupes: true });
+    const other = call({ amount: 2 });
+    const k2 = declared.keyOf(other);
+    await crashedAttempt(store, k2.key, k2.fingerprint);
+    await declared.run(other, fn);
+    expect(keys).toEqual([key, k2.key]);
   });
 
   test('the dead holder cannot overwrite the outcome of the attempt that took over', async () => {
     const { idempotency, store } = setup();
     const { key, fingerprint } = idempotency.keyOf(call());
     await crashedAttempt(store, key, fingerprint);
-    await idempotency.run(call(), async () => 'new', { onStale: 'reexecute' });
+    await idempotency.run(call(), async () => 'new', { onStale: 'reexecute', vendorDedupes: true });
     const late = await store.complete({
       key,
       token: 'dead-process',

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_MAX_ARGS_BYTES, type DerivedKey, deriveKey } from './derive-key.js';
+import { DEFAULT_MAX_ARGS_BYTES, type DerivedKey, deriveKeyAndSize } from './derive-key.js';
 import {
   DriftError,
   IdempotencyError,
@@ -11,7 +11,9 @@ import {
   StoreUnavailableError,
 } from './errors/index.js';
 import type { CallOutcome, EventHandler, IdempotencyEvent } from './events.js';
+import { createVendorCall, type VendorCallFunction, type VendorCallPolicy } from './ledger.js';
 import type { ClaimResult, IdempotencyRecord, IdempotencyStore } from './store.js';
+import { withExecutionContext } from './vendor.js';
 
 const HOUR = 60 * 60 * 1000;
 /** Largest duration accepted for ttl / lease / waitTimeout: 366 days. */
@@ -91,10 +93,17 @@ export interface ToolPolicy<Args = unknown, Result = unknown> {
   reconcile?: (context: ReconcileContext<Args>) => Promise<Reconciliation<Result>>;
   /**
    * A stale record that `reconcile` could not settle: `'outcome-unknown'` fails the call
-   * (OutcomeUnknownError); `'reexecute'` runs the tool again, only safe when the vendor
-   * dedupes by the key you sent it. @default 'outcome-unknown'
+   * (OutcomeUnknownError); `'reexecute'` runs the tool again, which needs `vendorDedupes: true`
+   * (else InvalidInputError). @default 'outcome-unknown'
    */
   onStale?: 'outcome-unknown' | 'reexecute';
+  /**
+   * Your declaration that every side effect of the tool is deduped by the key it sends: each
+   * vendor honours `Idempotency-Key` (sent with `idempotentFetch` / `idempotencyHeaders`), or the
+   * call goes through `idempotency.vendorCall` (the ledger). Only then may `onStale: 'reexecute'`
+   * run a stale call again. @default false
+   */
+  vendorDedupes?: boolean;
   /** Errors for which this returns true are stored and replayed (not retried). @default () => false */
   isTerminalError?: (error: unknown) => boolean;
 }
@@ -102,8 +111,18 @@ export interface ToolPolicy<Args = unknown, Result = unknown> {
 export interface IdempotencyOptions extends Omit<ToolPolicy, 'businessKey' | 'reconcile'> {
   /** Where records live. */
   store: IdempotencyStore;
-  /** Receives one event per call. Exceptions it throws are ignored. */
+  /**
+   * Receives one event per call (see `IdempotencyEvent`). Exceptions it throws are ignored.
+   * Combine several sinks with `combineSinks(...)`.
+   */
   onEvent?: EventHandler;
+  /**
+   * Put the raw args on every event (`event.args`). **Unsafe**: args may hold secrets and
+   * personal data, and every sink that keeps them keeps those too. For debugging only; the logger
+   * sink also needs `redact: false` to log them.
+   * @default false
+   */
+  exposeArgs?: boolean;
   /** Largest accepted args, in bytes of canonical JSON. @default 1048576 */
   maxArgsBytes?: number;
 }
@@ -143,6 +162,23 @@ export interface Idempotency {
     call: Call<Args>,
     policy?: { businessKey?: ToolPolicy<Args>['businessKey'] | undefined },
   ): DerivedKey;
+  /**
+   * The ledger (DESIGN section 8), for a vendor with no idempotency support, called from inside
+   * a tool: a pending record before `fn`, its outcome after; a retry of the tool replays it
+   * instead of calling the vendor again; a pending record left by a dead attempt goes to
+   * `policy.reconcile` (look the effect up at the vendor by `vendor.key`), else the call fails
+   * with `OutcomeUnknownError`. The key is derived from the tool call's key and `label`, so it is
+   * the same on every retry and in every process.
+   *
+   * @param context the tool's `ctx`; undefined: the tool call running now
+   * @param label names the vendor call within the tool (e.g. `'bank.transfer'`), 1-128 characters
+   */
+  vendorCall<Result>(
+    context: ExecutionContext | undefined,
+    label: string,
+    fn: VendorCallFunction<Result>,
+    policy?: VendorCallPolicy<Result>,
+  ): Promise<IdempotentResult<Result>>;
   readonly store: IdempotencyStore;
 }
 
@@ -169,6 +205,27 @@ function checkChoice<T extends string>(field: string, value: unknown, choices: r
     });
   }
   return value as T;
+}
+
+/** `'reexecute'` only with the declaration that the vendors dedupe by the key (DESIGN 6.4, 8). */
+function checkStale(
+  onStale: 'outcome-unknown' | 'reexecute',
+  vendorDedupes: unknown,
+): 'outcome-unknown' | 'reexecute' {
+  if (typeof vendorDedupes !== 'boolean') {
+    throw new InvalidInputError({
+      field: 'vendorDedupes',
+      message: `vendorDedupes must be true or false, got ${String(vendorDedupes)}.`,
+    });
+  }
+  if (onStale === 'reexecute' && !vendorDedupes) {
+    throw new InvalidInputError({
+      field: 'onStale',
+      message:
+        "onStale: 'reexecute' runs a call again whose earlier attempt may already have charged, sent or created something. That is safe only when every vendor call of the tool is deduped by the key it sends (the vendor honours Idempotency-Key, sent with idempotentFetch / idempotencyHeaders, or the call goes through idempotency.vendorCall). Declare it with vendorDedupes: true, or use reconcile to look the effect up instead.",
+    });
+  }
+  return onStale;
 }
 
 interface ResolvedPolicy<Args, Result> {
@@ -209,10 +266,13 @@ function resolvePolicy<Args, Result>(
       policy.onInProgress ?? defaults.onInProgress ?? DEFAULTS.onInProgress,
       ['wait', 'reject'],
     ),
-    onStale: checkChoice('onStale', policy.onStale ?? defaults.onStale ?? DEFAULTS.onStale, [
-      'outcome-unknown',
-      'reexecute',
-    ]),
+    onStale: checkStale(
+      checkChoice('onStale', policy.onStale ?? defaults.onStale ?? DEFAULTS.onStale, [
+        'outcome-unknown',
+        'reexecute',
+      ]),
+      policy.vendorDedupes ?? defaults.vendorDedupes ?? false,
+    ),
     businessKey: fn('businessKey', policy.businessKey),
     reconcile: fn('reconcile', policy.reconcile),
     isTerminalError: fn('isTerminalError', policy.isTerminalError ?? defaults.isTerminalError),
@@ -264,7 +324,13 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         'createIdempotency needs { store }: e.g. createIdempotency({ store: createMemoryStore() }).',
     });
   }
-  const { store, onEvent, maxArgsBytes = DEFAULT_MAX_ARGS_BYTES, ...defaults } = options;
+  const {
+    store,
+    onEvent,
+    exposeArgs = false,
+    maxArgsBytes = DEFAULT_MAX_ARGS_BYTES,
+    ...defaults
+  } = options;
   if (store.specificationVersion !== 'v1') {
     throw new InvalidInputError({
       field: 'store',
@@ -316,6 +382,14 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     call: Call<Args>,
     policy: { businessKey?: ToolPolicy<Args>['businessKey'] | undefined } = {},
   ): DerivedKey {
+    const { key, fingerprint } = derive(call, policy);
+    return { key, fingerprint };
+  }
+
+  function derive<Args>(
+    call: Call<Args>,
+    policy: { businessKey?: ToolPolicy<Args>['businessKey'] | undefined },
+  ): DerivedKey & { argsBytes: number } {
     if (call === null || typeof call !== 'object') {
       throw new InvalidInputError({
         field: 'call',
@@ -330,7 +404,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         message: `businessKey returned undefined for tool ${String(call.toolName)}. Return a stable identifier (e.g. the email) for every call.`,
       });
     }
-    return deriveKey(
+    return deriveKeyAndSize(
       {
         toolName: call.toolName,
         turnId: call.turnId,
@@ -354,13 +428,13 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
       });
     }
     const policy = resolvePolicy(defaults, toolPolicy);
-    const { key, fingerprint } = keyOf(call, policy);
+    const { key, fingerprint, argsBytes } = derive(call, policy);
     const startedAt = Date.now();
     let waitedMs = 0;
     let finished = false;
 
     /** Emit the call's one event. */
-    const finish = (outcome: CallOutcome, errorCode?: string) => {
+    const finish = (outcome: CallOutcome, errorCode?: string, resultBytes?: number) => {
       if (finished) return;
       finished = true;
       const endedAt = Date.now();
@@ -374,13 +448,17 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         startedAt,
         endedAt,
         durationMs: endedAt - startedAt,
+        argsFingerprint: fingerprint,
+        argsBytes,
       };
       if (waitedMs > 0) event.waitedMs = waitedMs;
       if (errorCode !== undefined) event.errorCode = errorCode;
+      if (resultBytes !== undefined) event.resultBytes = resultBytes;
+      if (exposeArgs) event.args = call.args;
       emit(event);
     };
-    const fail = (outcome: CallOutcome, error: IdempotencyError): never => {
-      finish(outcome, error.code);
+    const fail = (outcome: CallOutcome, error: IdempotencyError, resultBytes?: number): never => {
+      finish(outcome, error.code, resultBytes);
       throw error;
     };
     const storeCall = async <T>(what: string, op: () => Promise<T>): Promise<T> => {
@@ -404,6 +482,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     const replay = (record: IdempotencyRecord): IdempotentResult<Result> => {
       const stored = decode(record);
       const outcome = waitedMs > 0 ? 'waited' : 'replayed';
+      const resultBytes = Buffer.byteLength(record.outcome ?? '');
       if (record.state === 'failed' || stored.e !== undefined) {
         const original = stored.e ?? { name: 'Error', message: 'unknown error' };
         fail(
@@ -415,9 +494,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
             originalCode: original.code,
             message: `This call failed before with a terminal error and is not run again: ${original.name}: ${original.message}. Change the arguments to try something else.`,
           }),
+          resultBytes,
         );
       }
-      finish(outcome);
+      finish(outcome, undefined, resultBytes);
       return { value: stored.v as Result, replayed: true, key, outcome };
     };
 
@@ -455,13 +535,16 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
 
       let value: Result;
       try {
-        value = await fn(call.args, {
+        const context: ExecutionContext = {
           key,
           toolName: call.toolName,
           turnId: call.turnId,
           scope: call.scope,
           signal: controller.signal,
-        });
+        };
+        // The tool runs inside its context: idempotentFetch, idempotencyHeaders and vendorCall
+        // find its key without being handed `ctx`.
+        value = await withExecutionContext(context, () => fn(call.args, context));
       } catch (error) {
         stopRenew();
         if (policy.isTerminalError?.(error) === true) {
@@ -532,7 +615,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
           }),
         );
       }
-      finish('executed');
+      finish('executed', undefined, Buffer.byteLength(encoded));
       return { value, replayed: false, key, outcome: 'executed' };
     };
 
@@ -598,7 +681,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         );
         wake(key);
         if (!owned) return 'retry';
-        finish('reconciled');
+        finish('reconciled', undefined, Buffer.byteLength(encoded));
         return { value: found.value, replayed: true, key, outcome: 'reconciled' };
       }
       return execute(token);
@@ -669,7 +752,17 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         }
       }
     } catch (error) {
-      if (StoreUnavailableError.isInstance(error)) fail('store-unavailable', error);
+      // Whatever ended the call, it emits its one event (the paths above emit theirs first).
+      if (!finished) {
+        finish(
+          StoreUnavailableError.isInstance(error)
+            ? 'store-unavailable'
+            : PersistFailedError.isInstance(error)
+              ? 'persist-failed'
+              : 'failed',
+          IdempotencyError.isInstance(error) ? error.code : 'internal_error',
+        );
+      }
       throw error;
     }
   }
@@ -680,5 +773,6 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     keyOf,
     wrap: (toolName, fn, policy) => (args, call) =>
       run({ toolName, turnId: call.turnId, scope: call.scope, args }, fn, policy),
+    vendorCall: createVendorCall(run),
   };
 }

@@ -1,8 +1,32 @@
+export * from './audit.js';
+export * from './batched-sink.js';
 export * from './canonicalize.js';
-export * from './derive-key.js';
+export {
+  DEFAULT_MAX_ARGS_BYTES,
+  type DerivedKey,
+  type DeriveKeyOptions,
+  deriveKey,
+  KEY_LIMITS,
+  KEY_VERSION,
+  type KeyInput,
+  validateKeyParts,
+} from './derive-key.js';
 export * from './errors/index.js';
-export type * from './events.js';
+export * from './events.js';
 export * from './executor.js';
+export * from './inspection.js';
+export type { VendorCallArgs, VendorCallFunction, VendorCallPolicy } from './ledger.js';
+export * from './logger-sink.js';
 export * from './memory-store.js';
 export * from './model-output.js';
+export * from './replay-rate-monitor.js';
+export * from './sinks.js';
 export type * from './store.js';
+export {
+  currentExecutionContext,
+  type IdempotentFetchOptions,
+  idempotencyHeaders,
+  idempotentFetch,
+  vendorKey,
+  withExecutionContext,
+} from './vendor.js';

@@ -1,9 +1,24 @@
+import {
+  checkListFilter,
+  checkStatsFilter,
+  countRecord,
+  decodeCursor,
+  emptyStats,
+  encodeCursor,
+  inspectionStateOf,
+  matchesFilter,
+  toListedRecord,
+} from './inspection.js';
 import type {
   ClaimInput,
   ClaimResult,
   CompleteInput,
   IdempotencyRecord,
   IdempotencyStore,
+  ListFilter,
+  RecordPage,
+  StatsFilter,
+  StoreStats,
   TakeoverInput,
 } from './store.js';
 
@@ -175,6 +190,40 @@ export class MemoryStore implements IdempotencyStore {
 
   async purgeExpired(): Promise<number> {
     return this.#sweep(this.#now());
+  }
+
+  /** Live records in key order, without outcomes. O(records) per page. */
+  async list(filter?: ListFilter): Promise<RecordPage> {
+    const checked = checkListFilter(filter);
+    const after =
+      checked.cursor === undefined
+        ? undefined
+        : decodeCursor(checked.cursor, (v) => (typeof v === 'string' ? v : undefined));
+    const now = this.#now();
+    const keys: string[] = [];
+    for (const [key, record] of this.#records) {
+      if (record.expiresAt <= now || (after !== undefined && key <= after)) continue;
+      if (matchesFilter(record, checked, now)) keys.push(key);
+    }
+    keys.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const page = keys.slice(0, checked.limit);
+    const records = page.map((key) => toListedRecord(this.#records.get(key)!, now));
+    const last = page.at(-1);
+    return keys.length > checked.limit && last !== undefined
+      ? { records, cursor: encodeCursor(last) }
+      : { records };
+  }
+
+  /** Live records by state. O(records). */
+  async stats(filter?: StatsFilter): Promise<StoreStats> {
+    const checked = checkStatsFilter(filter);
+    const now = this.#now();
+    const stats = emptyStats(now);
+    for (const record of this.#records.values()) {
+      if (record.expiresAt <= now || !matchesFilter(record, checked, now)) continue;
+      countRecord(stats, inspectionStateOf(record, now));
+    }
+    return stats;
   }
 
   async close(): Promise<void> {

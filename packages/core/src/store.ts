@@ -137,6 +137,65 @@ export interface IdempotencyStore {
   waitForChange?(key: string, timeoutMs: number): Promise<void>;
   /** Delete expired records now. Returns how many were removed. */
   purgeExpired?(): Promise<number>;
+  /**
+   * Inspection (optional, admin only, never on the hot path): one page of live records matching
+   * `filter`, without their outcomes. Page on with the returned `cursor` until it is undefined.
+   * A record live for the whole listing is returned at least once. Cost: up to a scan of every
+   * record (see each store's README). Invalid filters throw `InvalidInputError`.
+   */
+  list?(filter?: ListFilter): Promise<RecordPage>;
+  /** Inspection (optional, admin only): live records counted by state, stale ones apart. */
+  stats?(filter?: StatsFilter): Promise<StoreStats>;
   /** Release resources the store itself created (never the user's client). */
   close?(): Promise<void>;
+}
+
+/**
+ * The state of a record as inspection reports it: `in_progress` split by the lease, on the
+ * store's clock. `in_progress` means a live lease, `stale` an `in_progress` record whose lease ran
+ * out (the attempt probably died; its effect is unknown).
+ */
+export type InspectionState = 'in_progress' | 'stale' | 'completed' | 'failed';
+
+/** Which records `stats` counts. Every field narrows; none means every live record. */
+export interface StatsFilter {
+  toolName?: string;
+  turnId?: string;
+  scope?: string;
+}
+
+/** Which records `list` returns. */
+export interface ListFilter extends StatsFilter {
+  state?: InspectionState;
+  /** Most records in one page, 1 to 1000. @default 100 */
+  limit?: number;
+  /** The `cursor` of the previous page. */
+  cursor?: string;
+}
+
+/** A record as `list` returns it: everything but the outcome, which may be large or sensitive. */
+export interface ListedRecord extends Omit<IdempotencyRecord, 'outcome'> {
+  /** The state with `stale` told apart, on the store's clock. */
+  inspectionState: InspectionState;
+  /** Size of the stored outcome in UTF-8 bytes, when there is one. */
+  outcomeBytes?: number;
+}
+
+export interface RecordPage {
+  records: ListedRecord[];
+  /** Pass it to the next `list` call; undefined on the last page. */
+  cursor?: string;
+}
+
+/** Live records by state (`inProgress` + `stale` + `completed` + `failed` = `records`). */
+export interface StoreStats {
+  records: number;
+  /** `in_progress` with a live lease. */
+  inProgress: number;
+  /** `in_progress` whose lease ran out. */
+  stale: number;
+  completed: number;
+  failed: number;
+  /** The store's clock when it counted, ms since the epoch. */
+  at: number;
 }

@@ -15,11 +15,5 @@ export {
   type ValidateFunction,
 } from './dispatch.js';
 export type { CommonOptions } from './shared.js';
-export {
-  currentExecutionContext,
-  type IdempotentFetchOptions,
-  idempotencyHeaders,
-  idempotentFetch,
-  vendorKey,
-  withExecutionContext,
-} from './vendor.js';
+// idempotencyHeaders, idempotentFetch, vendorKey, currentExecutionContext, withExecutionContext
+// and the ledger (idempotency.vendorCall) come from core, re-exported above.

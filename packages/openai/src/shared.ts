@@ -7,7 +7,6 @@ import {
   markReplayed,
   type ToolPolicy,
 } from '@idempotent-tools/core';
-import { withExecutionContext } from './vendor.js';
 
 /** Options every wrapper of this package takes. */
 export interface CommonOptions<Scope> {
@@ -68,8 +67,8 @@ export class FailedOutput {
 }
 
 /**
- * One idempotent call: `idempotency.run` with the tool running inside its execution context,
- * the model-visible value marked, idempotency errors turned into the model's error text.
+ * One idempotent call: `idempotency.run` (core runs the tool inside its execution context), the
+ * model-visible value marked, idempotency errors turned into the model's error text.
  */
 export async function runCall(
   idempotency: Idempotency,
@@ -81,7 +80,8 @@ export async function runCall(
   try {
     const { value, replayed } = await idempotency.run(
       call,
-      (args, context) => withExecutionContext(context, () => execute(args, context)),
+      // core runs the tool inside its execution context (idempotentFetch finds the key there)
+      (args, context) => execute(args, context),
       policy as ToolPolicy<unknown, unknown>,
     );
     return { ok: true, value: markReplayed(value, replayed, { markFresh }) };

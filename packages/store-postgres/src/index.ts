@@ -1,4 +1,10 @@
 export * from '@idempotent-tools/core';
+export {
+  auditSchemaSql,
+  createPostgresAuditLog,
+  PostgresAuditLog,
+  type PostgresAuditLogOptions,
+} from './audit-log.js';
 export type {
   PgListenClient,
   PgNotification,

@@ -3,10 +3,21 @@ import {
   type ClaimInput,
   type ClaimResult,
   type CompleteInput,
+  checkListFilter,
+  checkStatsFilter,
+  decodeCursor,
+  emptyStats,
+  encodeCursor,
   type IdempotencyRecord,
   type IdempotencyStore,
   InvalidInputError,
+  inspectionStateOf,
+  type ListedRecord,
+  type ListFilter,
   type RecordMeta,
+  type RecordPage,
+  type StatsFilter,
+  type StoreStats,
   StoreUnavailableError,
   type TakeoverInput,
 } from '@idempotent-tools/core';
@@ -155,6 +166,49 @@ DELETE FROM ${t} r USING doomed, clock WHERE r.key = doomed.key AND r.expires_at
 /** PostgreSQL `text` holds neither NUL nor lone surrogates (they would not round-trip). */
 function storable(value: string): boolean {
   return !value.includes('\u0000') && value.isWellFormed();
+}
+
+/** Whether every text of a filter can be stored (else no record can match it). */
+function filterStorable(filter: StatsFilter): boolean {
+  return [filter.toolName, filter.turnId, filter.scope].every(
+    (v) => v === undefined || storable(v),
+  );
+}
+
+/**
+ * The WHERE of `list` / `stats` over `r` and `clock`: live rows and the filter's columns. Texts
+ * that cannot be stored are replaced by a parameter no row matches.
+ */
+function inspectionWhere(filter: StatsFilter & { state?: string | undefined }): {
+  where: string[];
+  values: unknown[];
+} {
+  const where = ['r.expires_at > clock.ms'];
+  const values: unknown[] = [];
+  for (const [column, value] of [
+    ['tool_name', filter.toolName],
+    ['turn_id', filter.turnId],
+    ['scope', filter.scope],
+  ] as const) {
+    if (value === undefined) continue;
+    values.push(storable(value) ? value : '');
+    where.push(`r.${column} = $${values.length}`);
+  }
+  if (filter.state === 'in_progress') {
+    where.push(`r.state = 'in_progress' AND r.lease_expires_at > clock.ms`);
+  } else if (filter.state === 'stale') {
+    where.push(`r.state = 'in_progress' AND r.lease_expires_at <= clock.ms`);
+  } else if (filter.state !== undefined) {
+    values.push(filter.state);
+    where.push(`r.state = $${values.length}`);
+  }
+  return { where, values };
+}
+
+/** A statement built at run time, named after its text (prepared once per connection). */
+function dynamic(op: string, text: string): Statement {
+  const digest = createHash('sha256').update(text).digest('hex').slice(0, 16);
+  return { name: `idempotent_tools_${op}_${digest}`, text };
 }
 
 function checkText(field: string, value: string | undefined): void {
@@ -368,6 +422,71 @@ export class PostgresStore implements IdempotencyStore {
       removed += rowCount ?? 0;
       if ((rowCount ?? 0) < this.#purgeBatchSize) return removed;
     }
+  }
+
+  /**
+   * Live records in key order, without outcomes (admin only: a tool, turn or scope filter scans
+   * the live rows; no index serves those columns).
+   */
+  async list(filter?: ListFilter): Promise<RecordPage> {
+    const checked = checkListFilter(filter);
+    const after =
+      checked.cursor === undefined
+        ? undefined
+        : decodeCursor(checked.cursor, (v) => (typeof v === 'string' ? v : undefined));
+    if (!filterStorable(checked) || (after !== undefined && !storable(after)))
+      return { records: [] };
+    const { where, values } = inspectionWhere(checked);
+    if (after !== undefined) {
+      values.push(after);
+      where.push(`r.key > $${values.length}`);
+    }
+    values.push(checked.limit + 1);
+    const text = `WITH clock AS (SELECT ${NOW_MS} AS ms)
+SELECT r.key, r.state, r.fingerprint, r.token, r.lease_expires_at, r.expires_at, r.created_at,
+  r.completed_at, octet_length(r.outcome) AS outcome_bytes, r.tool_name, r.scope, r.turn_id,
+  clock.ms AS now
+FROM ${this.names.qualified} r, clock WHERE ${where.join(' AND ')}
+ORDER BY r.key LIMIT $${values.length}`;
+    const { rows } = await this.#run('list', dynamic('list', text), values);
+    const records = rows.slice(0, checked.limit).map((row): ListedRecord => {
+      const record = toRecord(row);
+      const listed: ListedRecord = {
+        ...record,
+        inspectionState: inspectionStateOf(record, Number(row.now)),
+      };
+      if (row.outcome_bytes != null) listed.outcomeBytes = Number(row.outcome_bytes);
+      return listed;
+    });
+    const last = records.at(-1);
+    return rows.length > checked.limit && last !== undefined
+      ? { records, cursor: encodeCursor(last.key) }
+      : { records };
+  }
+
+  /** Live records by state (one aggregate statement over the live rows). */
+  async stats(filter?: StatsFilter): Promise<StoreStats> {
+    const checked = checkStatsFilter(filter);
+    const { where, values } = inspectionWhere(checked);
+    const text = `WITH clock AS (SELECT ${NOW_MS} AS ms)
+SELECT clock.ms AS now, count(r.key) AS records,
+  count(r.key) FILTER (WHERE r.state = 'in_progress' AND r.lease_expires_at > clock.ms) AS in_progress,
+  count(r.key) FILTER (WHERE r.state = 'in_progress' AND r.lease_expires_at <= clock.ms) AS stale,
+  count(r.key) FILTER (WHERE r.state = 'completed') AS completed,
+  count(r.key) FILTER (WHERE r.state = 'failed') AS failed
+FROM clock LEFT JOIN ${this.names.qualified} r ON ${where.join(' AND ')}
+GROUP BY clock.ms`;
+    const { rows } = await this.#run('stats', dynamic('stats', text), values);
+    const row = rows[0] ?? {};
+    if (!filterStorable(checked)) return emptyStats(Number(row.now));
+    return {
+      records: Number(row.records),
+      inProgress: Number(row.in_progress),
+      stale: Number(row.stale),
+      completed: Number(row.completed),
+      failed: Number(row.failed),
+      at: Number(row.now),
+    };
   }
 
   /** Wake every waiter and give back the `LISTEN` connection. Never ends your pool or client. */

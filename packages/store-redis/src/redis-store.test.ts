@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createIdempotency, InvalidInputError } from '@idempotent-tools/core';
+import {
+  createIdempotency,
+  InvalidInputError,
+  StoreUnavailableError,
+} from '@idempotent-tools/core';
 import { runStoreConformance, serviceAvailable, sleep, uniqueKey } from '@idempotent-tools/testing';
 import { type Command, Redis } from 'ioredis';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -371,5 +375,56 @@ describe.skipIf(!up)('redis store: notifications', () => {
       await b.close();
       bClient.disconnect();
     }
+  });
+});
+
+describe.skipIf(!up)('redis store: inspection', () => {
+  test('list and stats see records under a client keyPrefix, and only this prefix', async () => {
+    const keyPrefix = `${uniqueKey('kp')}:`;
+    const client = new Redis(url, { keyPrefix, maxRetriesPerRequest: 1 });
+    const prefix = testPrefix('list');
+    prefixes.push(`${keyPrefix}${prefix}`);
+    // A neighbour whose prefix starts with ours must not show up.
+    const neighbour = createRedisStore(client, { prefix: `${prefix}x` });
+    prefixes.push(`${keyPrefix}${prefix}x`);
+    const store = createRedisStore(client, { prefix });
+    try {
+      const keys = Array.from({ length: 5 }, (_, i) => uniqueKey(`list-${i}`));
+      for (const key of keys) {
+        await store.claim({ ...claimInput(key), meta: { toolName: 'deploy', scope: 'acme' } });
+      }
+      await neighbour.claim(claimInput(uniqueKey('neighbour')));
+      const page = await store.list({ limit: 3 });
+      expect(page.records).toHaveLength(3);
+      const rest = await store.list({ limit: 3, cursor: page.cursor! });
+      const listed = [...page.records, ...rest.records].map((r) => r.key).sort();
+      expect(listed).toEqual([...keys].sort());
+      expect(rest.cursor).toBeUndefined();
+      expect(page.records[0]).toMatchObject({
+        state: 'in_progress',
+        inspectionState: 'in_progress',
+        meta: { toolName: 'deploy', scope: 'acme' },
+      });
+      expect(await store.stats()).toMatchObject({ records: 5, inProgress: 5 });
+      expect(await neighbour.stats()).toMatchObject({ records: 1 });
+    } finally {
+      await store.close();
+      await neighbour.close();
+      client.disconnect();
+    }
+  });
+
+  test('a store that cannot reach Redis fails list and stats with StoreUnavailableError', async () => {
+    const client = new Redis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
+    client.on('error', () => {});
+    const store = createRedisStore(client, { prefix: testPrefix('down') });
+    await expect(store.list()).rejects.toSatisfy(StoreUnavailableError.isInstance);
+    await expect(store.stats()).rejects.toSatisfy(StoreUnavailableError.isInstance);
+    client.disconnect();
   });
 });

@@ -2,11 +2,24 @@ import {
   type ClaimInput,
   type ClaimResult,
   type CompleteInput,
+  checkListFilter,
+  checkStatsFilter,
+  countRecord,
+  decodeCursor,
+  emptyStats,
+  encodeCursor,
   type IdempotencyRecord,
   type IdempotencyStore,
   InvalidInputError,
+  inspectionStateOf,
+  type ListedRecord,
+  type ListFilter,
+  matchesFilter,
   type RecordMeta,
+  type RecordPage,
+  type StatsFilter,
   type StoreCapabilities,
+  type StoreStats,
   StoreUnavailableError,
   type TakeoverInput,
 } from '@idempotent-tools/core';
@@ -92,6 +105,42 @@ function toRecord(key: string, flat: readonly unknown[]): IdempotencyRecord {
   const meta = h.get('meta');
   if (meta !== undefined) record.meta = JSON.parse(meta) as RecordMeta;
   return record;
+}
+
+/** The fields `list` reads: everything but the outcome (its size comes from `HSTRLEN`). */
+const LIST_FIELDS = [
+  'state',
+  'fingerprint',
+  'token',
+  'lease',
+  'expires',
+  'created',
+  'completed',
+  'meta',
+] as const;
+
+/** Where a listing stands: node index, `SCAN` cursor, keys found but not returned yet. */
+interface ScanPosition {
+  n: number;
+  c: string;
+  p: string[];
+}
+
+function toScanPosition(value: unknown): ScanPosition | undefined {
+  const v = value as Partial<ScanPosition> | null;
+  if (
+    v === null ||
+    typeof v !== 'object' ||
+    !Number.isSafeInteger(v.n) ||
+    (v.n as number) < 0 ||
+    typeof v.c !== 'string' ||
+    !/^\d+$/.test(v.c) ||
+    !Array.isArray(v.p) ||
+    !v.p.every((k) => typeof k === 'string')
+  ) {
+    return undefined;
+  }
+  return { n: v.n as number, c: v.c, p: v.p };
 }
 
 const PREFIX = /^[\x20-\x7a\x7c\x7e]{1,100}$/; // printable ASCII without { and }
@@ -240,10 +289,164 @@ export class RedisStore implements IdempotencyStore {
     }
   }
 
+  /**
+   * Inspection, admin only: `SCAN` over the prefix (on every master of a Cluster) and `HMGET` +
+   * `HSTRLEN` per key in pipelines, filtered in the client. **O(records under the prefix)** per
+   * full listing, whatever the filter; never call it on a hot path. Order is `SCAN`'s; a record
+   * live for the whole listing is returned at least once (`SCAN`'s guarantee), and a record may
+   * show up twice if Redis rehashes meanwhile.
+   */
+  async list(filter?: ListFilter): Promise<RecordPage> {
+    const checked = checkListFilter(filter);
+    let position: ScanPosition =
+      checked.cursor === undefined
+        ? { n: 0, c: '0', p: [] }
+        : decodeCursor(checked.cursor, toScanPosition);
+    try {
+      const nodes = this.#nodes();
+      const now = await this.#serverTime();
+      const records: ListedRecord[] = [];
+      const count = Math.max(100, checked.limit);
+      for (;;) {
+        if (position.p.length > 0) {
+          const matched = (await this.#fetch(position.p, now)).filter(
+            ([, record]) => record !== undefined && matchesFilter(record, checked, now),
+          );
+          const room = checked.limit - records.length;
+          for (const [, record] of matched.slice(0, room)) records.push(record!);
+          const left = matched.slice(room).map(([raw]) => raw);
+          position = { ...position, p: left };
+          if (left.length > 0) return { records, cursor: encodeCursor(position) };
+        }
+        if (position.n >= nodes.length) return { records };
+        if (records.length >= checked.limit) return { records, cursor: encodeCursor(position) };
+        const node = nodes[position.n]!;
+        const [next, keys] = await node.scan(
+          position.c,
+          'MATCH',
+          this.#match(),
+          'COUNT',
+          count,
+          'TYPE',
+          'hash',
+        );
+        position =
+          next === '0' ? { n: position.n + 1, c: '0', p: keys } : { ...position, c: next, p: keys };
+      }
+    } catch (cause) {
+      throw this.#unavailable('list', undefined, cause);
+    }
+  }
+
+  /** Inspection, admin only: live records by state. **O(records under the prefix)** (`SCAN`). */
+  async stats(filter?: StatsFilter): Promise<StoreStats> {
+    const checked = checkStatsFilter(filter);
+    try {
+      const now = await this.#serverTime();
+      const stats = emptyStats(now);
+      for (const node of this.#nodes()) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await node.scan(
+            cursor,
+            'MATCH',
+            this.#match(),
+            'COUNT',
+            1000,
+            'TYPE',
+            'hash',
+          );
+          cursor = next;
+          for (const [, record] of await this.#fetch(keys, now)) {
+            if (record !== undefined && matchesFilter(record, checked, now)) {
+              countRecord(stats, record.inspectionState);
+            }
+          }
+        } while (cursor !== '0');
+      }
+      return stats;
+    } catch (cause) {
+      throw this.#unavailable('stats', undefined, cause);
+    }
+  }
+
   /** Wake pending waiters and close the subscriber connection the store created. */
   async close(): Promise<void> {
     const subscriber = this.#notifier?.close();
     if (subscriber !== undefined && this.#ownsSubscriber) subscriber.disconnect();
+  }
+
+  /** The nodes to `SCAN`: the client, or a Cluster's masters in a stable order. */
+  #nodes(): Redis[] {
+    if (!this.#redis.isCluster) return [this.#redis as Redis];
+    const name = (node: Redis) => `${String(node.options.host)}:${String(node.options.port)}`;
+    return (this.#redis as Cluster).nodes('master').sort((a, b) => (name(a) < name(b) ? -1 : 1));
+  }
+
+  /** `SCAN MATCH` pattern of this store's records (client `keyPrefix` included). */
+  #match(): string {
+    const prefix = `${clientKeyPrefix(this.#redis)}${this.prefix}`;
+    return `${prefix.replace(/[*?[\]\\]/g, '\\$&')}{*`;
+  }
+
+  async #serverTime(): Promise<number> {
+    const [seconds, micros] = await (this.#redis as Redis).time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  }
+
+  /**
+   * Read the records at raw keys (as `SCAN` returns them), without their outcomes. Missing,
+   * expired or foreign values come back undefined.
+   */
+  async #fetch(
+    rawKeys: readonly string[],
+    now: number,
+  ): Promise<Array<[string, ListedRecord | undefined]>> {
+    if (rawKeys.length === 0) return [];
+    const kp = clientKeyPrefix(this.#redis);
+    const keys = rawKeys.map((raw) => raw.slice(kp.length));
+    let replies: Array<[unknown[], number]>;
+    if (this.#redis.isCluster) {
+      replies = await Promise.all(
+        keys.map(async (k) => {
+          const [fields, bytes] = await Promise.all([
+            this.#redis.hmget(k, ...LIST_FIELDS),
+            this.#redis.hstrlen(k, 'outcome'),
+          ]);
+          return [fields, bytes] as [unknown[], number];
+        }),
+      );
+    } else {
+      const pipeline = this.#redis.pipeline();
+      for (const k of keys) pipeline.hmget(k, ...LIST_FIELDS).hstrlen(k, 'outcome');
+      const results = (await pipeline.exec()) ?? [];
+      replies = [];
+      for (let i = 0; i < keys.length; i++) {
+        const fields = results[2 * i];
+        const bytes = results[2 * i + 1];
+        if (fields?.[0] != null) throw fields[0];
+        if (bytes?.[0] != null) throw bytes[0];
+        replies.push([fields?.[1] as unknown[], Number(bytes?.[1])]);
+      }
+    }
+    return rawKeys.map((raw, i) => {
+      const [values, bytes] = replies[i]!;
+      const key = keys[i]!.slice(this.prefix.length + 1, -1);
+      const flat: unknown[] = [];
+      LIST_FIELDS.forEach((field, j) => {
+        if (values[j] != null) flat.push(field, values[j]);
+      });
+      let record: IdempotencyRecord;
+      try {
+        record = toRecord(key, flat);
+      } catch {
+        return [raw, undefined]; // gone meanwhile, or not a record of this store
+      }
+      if (!(record.expiresAt > now)) return [raw, undefined];
+      const listed: ListedRecord = { ...record, inspectionState: inspectionStateOf(record, now) };
+      if (record.state !== 'in_progress') listed.outcomeBytes = bytes;
+      return [raw, listed];
+    });
   }
 
   #recordKey(key: string): string {

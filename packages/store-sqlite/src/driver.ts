@@ -11,12 +11,14 @@ export type SqlValue = string | number | null;
 export interface Statement {
   run(...params: SqlValue[]): { changes: number | bigint };
   get(...params: SqlValue[]): unknown;
+  all(...params: SqlValue[]): unknown[];
 }
 
 /** Structural type of a driver's prepared statement. */
 export interface SqliteStatementLike {
   run(...params: never[]): unknown;
   get(...params: never[]): unknown;
+  all(...params: never[]): unknown;
 }
 
 /**

@@ -1,4 +1,9 @@
 export * from '@idempotent-tools/core';
+export {
+  createSqliteAuditLog,
+  SqliteAuditLog,
+  type SqliteAuditLogOptions,
+} from './audit-log.js';
 export type {
   SqliteDatabaseLike,
   SqliteDriverName,

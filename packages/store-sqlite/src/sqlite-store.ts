@@ -1,12 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import {
+  type CheckedListFilter,
   type ClaimInput,
   type ClaimResult,
   type CompleteInput,
+  checkListFilter,
+  checkStatsFilter,
+  decodeCursor,
+  encodeCursor,
   IdempotencyError,
   type IdempotencyRecord,
   type IdempotencyStore,
   InvalidInputError,
+  inspectionStateOf,
+  type ListedRecord,
+  type ListFilter,
+  type RecordPage,
+  type StatsFilter,
+  type StoreStats,
   StoreUnavailableError,
   type TakeoverInput,
 } from '@idempotent-tools/core';
@@ -15,6 +26,7 @@ import {
   isBusy,
   type SqliteDatabaseLike,
   type SqliteDriverName,
+  type SqlValue,
   type Statement,
   sqliteCode,
   toDriver,
@@ -114,6 +126,49 @@ function toRecord(row: Row): IdempotencyRecord {
     if (row.turn_id !== null) record.meta.turnId = row.turn_id;
   }
   return record;
+}
+
+const LIST_COLUMNS =
+  'key, state, fingerprint, token, lease_expires_at, expires_at, created_at, completed_at, length(CAST(outcome AS BLOB)) AS outcome_bytes, tool_name, scope, turn_id';
+
+interface ListRow extends Omit<Row, 'outcome'> {
+  outcome_bytes: number | bigint | null;
+}
+
+function toListed(row: ListRow, now: number): ListedRecord {
+  const { outcome_bytes, ...rest } = row;
+  const { outcome: _none, ...record } = toRecord({ ...rest, outcome: null });
+  const listed: ListedRecord = { ...record, inspectionState: inspectionStateOf(record, now) };
+  if (outcome_bytes !== null) listed.outcomeBytes = Number(outcome_bytes);
+  return listed;
+}
+
+/** The WHERE of `list` / `stats`: live rows, and the filter's columns. */
+function whereClause(
+  filter: StatsFilter & Pick<Partial<CheckedListFilter>, 'state'>,
+  now: number,
+): { where: string[]; params: SqlValue[] } {
+  const where = ['expires_at > ?'];
+  const params: SqlValue[] = [now];
+  for (const [column, value] of [
+    ['tool_name', filter.toolName],
+    ['turn_id', filter.turnId],
+    ['scope', filter.scope],
+  ] as const) {
+    if (value === undefined) continue;
+    where.push(`${column} = ?`);
+    params.push(value);
+  }
+  if (filter.state === 'in_progress' || filter.state === 'stale') {
+    where.push(
+      `state = 'in_progress' AND lease_expires_at ${filter.state === 'stale' ? '<=' : '>'} ?`,
+    );
+    params.push(now);
+  } else if (filter.state !== undefined) {
+    where.push('state = ?');
+    params.push(filter.state);
+  }
+  return { where, params };
 }
 
 function checkCount(field: string, value: unknown, min: number): number {
@@ -366,6 +421,65 @@ export class SqliteStore implements IdempotencyStore {
       const timer = setTimeout(done, timeoutMs);
       waiters.add(done);
       this.#waiters.add(done);
+    });
+  }
+
+  /**
+   * Live records in key order, without outcomes (admin only: with a tool, turn or scope filter it
+   * scans the live rows; no index serves those columns).
+   */
+  async list(filter?: ListFilter): Promise<RecordPage> {
+    const checked = checkListFilter(filter);
+    const after =
+      checked.cursor === undefined
+        ? undefined
+        : decodeCursor(checked.cursor, (v) => (typeof v === 'string' ? v : undefined));
+    return this.#engine('list', () => {
+      this.#prepared();
+      const now = this.#now();
+      const { where, params } = whereClause(checked, now);
+      if (after !== undefined) {
+        where.push('key > ?');
+        params.push(after);
+      }
+      const rows = this.#db
+        .prepare(
+          `SELECT ${LIST_COLUMNS} FROM "${this.table}" WHERE ${where.join(' AND ')} ORDER BY key LIMIT ?`,
+        )
+        .all(...params, checked.limit + 1) as ListRow[];
+      const records = rows.slice(0, checked.limit).map((row) => toListed(row, now));
+      const last = records.at(-1);
+      return rows.length > checked.limit && last !== undefined
+        ? { records, cursor: encodeCursor(last.key) }
+        : { records };
+    });
+  }
+
+  /** Live records by state (one aggregate statement over the live rows). */
+  async stats(filter?: StatsFilter): Promise<StoreStats> {
+    const checked = checkStatsFilter(filter);
+    return this.#engine('stats', () => {
+      this.#prepared();
+      const now = this.#now();
+      const { where, params } = whereClause(checked, now);
+      const row = this.#db
+        .prepare(
+          `SELECT count(*) AS records,
+             coalesce(sum(state = 'in_progress' AND lease_expires_at > ?), 0) AS in_progress,
+             coalesce(sum(state = 'in_progress' AND lease_expires_at <= ?), 0) AS stale,
+             coalesce(sum(state = 'completed'), 0) AS completed,
+             coalesce(sum(state = 'failed'), 0) AS failed
+           FROM "${this.table}" WHERE ${where.join(' AND ')}`,
+        )
+        .get(now, now, ...params) as Record<string, number | bigint>;
+      return {
+        records: Number(row.records),
+        inProgress: Number(row.in_progress),
+        stale: Number(row.stale),
+        completed: Number(row.completed),
+        failed: Number(row.failed),
+        at: now,
+      };
     });
   }
 

@@ -3,17 +3,22 @@
  * vendors the tool calls, so that a re-execution (or an SDK retry) is deduped at the vendor too.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { type ExecutionContext, InvalidInputError, sha256 } from '@idempotent-tools/core';
+import { sha256 } from './canonicalize.js';
+import { InvalidInputError } from './errors/index.js';
+import type { ExecutionContext } from './executor.js';
 
 const storage = new AsyncLocalStorage<ExecutionContext>();
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** Run `fn` with `context` as the current execution context (the adapter does this for every tool). */
+/**
+ * Run `fn` with `context` as the current execution context. The executor does this for every
+ * tool it runs; call it yourself only for a context you built (e.g. an unwrapped tool's).
+ */
 export function withExecutionContext<T>(context: ExecutionContext, fn: () => T): T {
   return storage.run(context, fn);
 }
 
-/** The execution context of the wrapped tool call running now, or undefined outside one. */
+/** The execution context of the tool (or vendor call) running now, or undefined outside one. */
 export function currentExecutionContext(): ExecutionContext | undefined {
   return storage.getStore();
 }
@@ -21,18 +26,29 @@ export function currentExecutionContext(): ExecutionContext | undefined {
 /**
  * The key to send to a vendor for one of the calls a tool makes: the tool call's key itself
  * without a label, else `${key}.${first 22 characters of base64url(SHA-256(label))}` (69 ASCII
- * characters, safe as a header). The same key and label give the same vendor key on every retry.
+ * characters, safe as a header). The same key and label give the same vendor key on every retry
+ * and in every process.
  */
 export function vendorKey(key: string, label?: string): string {
+  if (typeof key !== 'string' || key.length === 0) {
+    throw new InvalidInputError({
+      field: 'key',
+      message: 'vendorKey needs the tool call key (ctx.key), a non-empty string.',
+    });
+  }
   return label === undefined ? key : `${key}.${sha256(label).slice(0, 22)}`;
 }
 
-function contextOrThrow(context: ExecutionContext | undefined, what: string): ExecutionContext {
+/** @internal The given context, else the current one, else a typed error naming `what`. */
+export function contextOrThrow(
+  context: ExecutionContext | undefined,
+  what: string,
+): ExecutionContext {
   const ctx = context ?? storage.getStore();
   if (ctx === undefined) {
     throw new InvalidInputError({
       field: 'context',
-      message: `${what} needs the tool call's execution context: call it inside a wrapped tool, or pass the tool's ctx.`,
+      message: `${what} needs the tool call's execution context: call it inside a tool run by idempotency.run (or a framework adapter), or pass the tool's ctx.`,
     });
   }
   return ctx;
@@ -40,10 +56,9 @@ function contextOrThrow(context: ExecutionContext | undefined, what: string): Ex
 
 /**
  * Headers for any SDK call that takes per-request headers:
- * `client.files.create(body, { headers: idempotencyHeaders(ctx) })`. Note that openai v7's own
- * `idempotencyKey` request option sends nothing for the OpenAI client: use this instead.
+ * `client.charges.create(body, { headers: idempotencyHeaders(ctx, 'charge') })`.
  *
- * @param context the tool's execution context; @default the wrapped tool call running now
+ * @param context the tool's execution context; @default the tool call running now
  * @param label names this vendor call when the tool makes several (see `vendorKey`)
  */
 export function idempotencyHeaders(
@@ -58,7 +73,7 @@ export interface IdempotentFetchOptions {
   fetch?: typeof fetch;
   /** The header to set. @default 'Idempotency-Key' */
   header?: string;
-  /** Whose key to send. @default the wrapped tool call running when the request is made */
+  /** Whose key to send. @default the tool call running when the request is made */
   context?: ExecutionContext;
 }
 
@@ -76,8 +91,8 @@ function bodyText(body: BodyInit | null | undefined): string | undefined {
 
 /**
  * A `fetch` that sets `Idempotency-Key` on mutating requests (POST, PUT, PATCH, DELETE) made
- * while a wrapped tool runs; other requests, requests outside a tool call and requests that
- * already carry the header pass through unchanged. Give it to a vendor SDK once:
+ * while a tool runs; other requests, requests outside a tool call and requests that already
+ * carry the header pass through unchanged. Give it to a vendor SDK once:
  * `new Stripe(key, { httpClient: Stripe.createFetchHttpClient(idempotentFetch()) })`,
  * `new OpenAI({ fetch: idempotentFetch() })`.
  *
@@ -88,6 +103,12 @@ function bodyText(body: BodyInit | null | undefined): string | undefined {
  */
 export function idempotentFetch(options: IdempotentFetchOptions = {}): typeof fetch {
   const inner = options.fetch ?? globalThis.fetch;
+  if (typeof inner !== 'function') {
+    throw new InvalidInputError({
+      field: 'fetch',
+      message: 'idempotentFetch needs a fetch function: pass { fetch } or run on Node >= 18.',
+    });
+  }
   const header = options.header ?? 'Idempotency-Key';
   const seen = new WeakMap<ExecutionContext, Map<string, (string | undefined)[]>>();
   return async (input, init) => {

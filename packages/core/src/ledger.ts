@@ -1,0 +1,73 @@
+/**
+ * The ledger (DESIGN section 8): a vendor call with no idempotency support, recorded by the same
+ * executor and store as the tool that makes it. It is a nested `run` whose key is derived from the
+ * tool call's key and a label: the `in_progress` claim is the pending row written before the call,
+ * the stored outcome the done row, the claim on a retry the check that comes first, and a stale
+ * claim goes to `reconcile`, else to `OutcomeUnknownError`. No second state machine.
+ */
+import { KEY_LIMITS } from './derive-key.js';
+import { InvalidInputError } from './errors/index.js';
+import type {
+  ExecutionContext,
+  Idempotency,
+  IdempotentResult,
+  ToolFunction,
+  ToolPolicy,
+} from './executor.js';
+import { contextOrThrow } from './vendor.js';
+
+/** The args of a ledger call: none (the tool call's key and the label identify it). */
+export type VendorCallArgs = Record<string, never>;
+
+/**
+ * Policy of one ledger call: the executor's per-tool policy (`reconcile`, `onStale`, `lease`,
+ * `ttl`, `waitTimeout`, `onInProgress`, `isTerminalError`) without `businessKey` and `onDrift`,
+ * which the ledger sets. `onStale` defaults to `'outcome-unknown'` here whatever the executor's
+ * default is: a vendor without idempotency must not be called twice blindly.
+ */
+export type VendorCallPolicy<Result> = Omit<
+  ToolPolicy<VendorCallArgs, Result>,
+  'businessKey' | 'onDrift'
+>;
+
+/**
+ * The vendor call. `vendor.key` is this call's own key: give it to the vendor as your reference
+ * (a payment reference, a metadata field) so that `reconcile` can look the effect up by it.
+ * `vendor.signal` is aborted when this call or its tool call loses its claim.
+ */
+export type VendorCallFunction<Result> = (vendor: ExecutionContext) => Result | Promise<Result>;
+
+/**
+ * `idempotency.vendorCall(ctx, label, fn, policy?)`, bound to an executor's `run`.
+ * @internal Use it as `idempotency.vendorCall`.
+ */
+export function createVendorCall(run: Idempotency['run']) {
+  return async function vendorCall<Result>(
+    context: ExecutionContext | undefined,
+    label: string,
+    fn: VendorCallFunction<Result>,
+    policy: VendorCallPolicy<Result> = {},
+  ): Promise<IdempotentResult<Result>> {
+    if (typeof label !== 'string' || label.length === 0 || label.length > KEY_LIMITS.toolName) {
+      throw new InvalidInputError({
+        field: 'label',
+        message: `vendorCall needs a label of 1 to ${KEY_LIMITS.toolName} characters naming the vendor call, e.g. 'bank.transfer'; it must stay the same across retries.`,
+      });
+    }
+    if (typeof fn !== 'function') {
+      throw new InvalidInputError({ field: 'fn', message: 'The vendor call must be a function.' });
+    }
+    const parent = contextOrThrow(context, 'vendorCall');
+    // The tool call lost its claim (another attempt took it over): do not start a vendor call.
+    parent.signal.throwIfAborted();
+    const call: ToolFunction<VendorCallArgs, Result> = (_args, vendor) =>
+      fn({ ...vendor, signal: AbortSignal.any([vendor.signal, parent.signal]) });
+    return run({ toolName: label, turnId: parent.turnId, scope: parent.scope, args: {} }, call, {
+      ...policy,
+      onStale: policy.onStale ?? 'outcome-unknown',
+      // Declared for this vendor call, never inherited from the executor's defaults.
+      vendorDedupes: policy.vendorDedupes ?? false,
+      businessKey: () => parent.key,
+    });
+  };
+}

@@ -1,0 +1,365 @@
+import { createHash } from 'node:crypto';
+import {
+  AUDIT_COLUMNS,
+  type AuditLog,
+  type AuditPage,
+  type AuditQuery,
+  type AuditRow,
+  type AuditStats,
+  type AuditStatsFilter,
+  auditEntryFromRow,
+  auditRowValues,
+  auditStatsFrom,
+  checkAuditQuery,
+  checkAuditStatsFilter,
+  createBatchedSink,
+  DEFAULT_AUDIT_RETENTION_MS,
+  decodeCursor,
+  encodeCursor,
+  type IdempotencyEvent,
+  InvalidInputError,
+  StoreUnavailableError,
+} from '@idempotent-tools/core';
+import type { PgQueryable, PgQueryResult } from './change-listener.js';
+import { checkIdentifier, DEFAULT_SCHEMA, quoteIdent } from './schema.js';
+
+export interface PostgresAuditLogOptions {
+  /**
+   * Schema of the table: `/^[a-z_][a-z0-9_]{0,62}$/`, always quoted.
+   * @default 'public'
+   */
+  schema?: string;
+  /**
+   * The table of events, same rule.
+   * @default 'idempotency_audit'
+   */
+  table?: string;
+  /**
+   * How long events are kept, in ms: older ones are invisible and deleted in bounded batches as
+   * new events are written (and by `purgeExpired`).
+   * @default 604800000 (7 days)
+   */
+  retentionMs?: number;
+  /** Most events per insert (one `INSERT ... SELECT FROM unnest(...)`). @default 100 */
+  batchSize?: number;
+  /** Longest an event waits before it is written, in ms. @default 1000 */
+  flushIntervalMs?: number;
+  /** Most events held while writes lag; more are dropped and counted. @default 10000 */
+  maxBuffered?: number;
+  /** Told about every failed write (the events are dropped). @default ignore */
+  onError?: (error: unknown, events: IdempotencyEvent[]) => void;
+  /** The clock for the retention, in ms since the epoch (events carry their own times). @default Date.now */
+  now?: () => number;
+}
+
+/** Most expired events one cleanup statement deletes. */
+const SWEEP_BATCH = 1000;
+/** Least time between two cleanups made by writes. */
+const SWEEP_EVERY_MS = 60_000;
+const COLUMN_TYPES: Record<(typeof AUDIT_COLUMNS)[number], 'text' | 'bigint'> = {
+  key: 'text',
+  tool_name: 'text',
+  scope: 'text',
+  turn_id: 'text',
+  outcome: 'text',
+  store: 'text',
+  started_at: 'bigint',
+  ended_at: 'bigint',
+  duration_ms: 'bigint',
+  waited_ms: 'bigint',
+  error_code: 'text',
+  args_fingerprint: 'text',
+  args_bytes: 'bigint',
+  result_bytes: 'bigint',
+};
+
+/** An index name of at most 63 bytes for `table` + `suffix`. */
+function indexName(table: string, suffix: string): string {
+  if (table.length + suffix.length <= 63) return `${table}${suffix}`;
+  const hash = createHash('sha256').update(table).digest('hex').slice(0, 8);
+  return `${table.slice(0, 63 - suffix.length - 9)}_${hash}${suffix}`;
+}
+
+/**
+ * The DDL of the audit table, as plain SQL for your migrations (idempotent: `IF NOT EXISTS`).
+ *
+ * ```ts
+ * await pool.query(auditSchemaSql({ schema: 'app', table: 'tool_call_audit' }));
+ * ```
+ */
+export function auditSchemaSql(names: { schema?: string; table?: string } = {}): string {
+  const schema = checkIdentifier('schema', names.schema ?? DEFAULT_SCHEMA);
+  const table = checkIdentifier('table', names.table ?? 'idempotency_audit');
+  const t = `${quoteIdent(schema)}.${quoteIdent(table)}`;
+  const createSchema =
+    schema === DEFAULT_SCHEMA
+      ? ''
+      : `DO $$
+BEGIN
+  IF to_regnamespace('${schema}') IS NULL THEN
+    CREATE SCHEMA ${quoteIdent(schema)};
+  END IF;
+END
+$$;
+
+`;
+  return `-- Audit log of @idempotent-tools/store-postgres: one row per call, append-only, never the
+-- raw args or results. Times are ms since the Unix epoch (the clock of the process that ran the
+-- call); rows older than the retention are deleted by the writers and by purgeExpired().
+${createSchema}CREATE TABLE IF NOT EXISTS ${t} (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  key text COLLATE "C" NOT NULL,
+  tool_name text NOT NULL,
+  scope text,
+  turn_id text,
+  outcome text NOT NULL,
+  store text NOT NULL,
+  started_at bigint NOT NULL,
+  ended_at bigint NOT NULL,
+  duration_ms bigint NOT NULL,
+  waited_ms bigint,
+  error_code text,
+  args_fingerprint text NOT NULL,
+  args_bytes bigint NOT NULL,
+  result_bytes bigint
+);
+
+CREATE INDEX IF NOT EXISTS ${quoteIdent(indexName(table, '_ended_at_idx'))} ON ${t} (ended_at);
+CREATE INDEX IF NOT EXISTS ${quoteIdent(indexName(table, '_key_idx'))} ON ${t} (key);
+`;
+}
+
+/**
+ * The durable audit trail in PostgreSQL: an append-only table of events (never raw args or
+ * results), written in batches off the calls' path, kept for `retentionMs`, with a reader. Pass
+ * your pool; the log never ends it.
+ *
+ * ```ts
+ * const audit = createPostgresAuditLog(pool, { retentionMs: 30 * 24 * 3600_000 });
+ * await audit.ensureSchema();
+ * const idempotency = createIdempotency({ store, onEvent: audit.onEvent });
+ * ```
+ */
+export function createPostgresAuditLog(
+  pool: PgQueryable,
+  options: PostgresAuditLogOptions = {},
+): PostgresAuditLog {
+  return new PostgresAuditLog(pool, options);
+}
+
+/** The PostgreSQL audit log. Build it with `createPostgresAuditLog`. */
+export class PostgresAuditLog implements AuditLog {
+  /** `"schema"."table"`. */
+  readonly qualified: string;
+  readonly schema: string;
+  readonly table: string;
+  readonly retentionMs: number;
+  readonly onEvent: (event: IdempotencyEvent) => void;
+
+  readonly #db: PgQueryable;
+  readonly #now: () => number;
+  readonly #sink: ReturnType<typeof createBatchedSink>;
+  #lastSweep = 0;
+
+  /** @internal Use `createPostgresAuditLog`. */
+  constructor(pool: PgQueryable, options: PostgresAuditLogOptions) {
+    if (pool == null || typeof (pool as Partial<PgQueryable>).query !== 'function') {
+      throw new InvalidInputError({
+        field: 'pool',
+        message:
+          'createPostgresAuditLog needs a pg.Pool (or pg.Client): createPostgresAuditLog(pool).',
+      });
+    }
+    this.#db = pool;
+    this.schema = checkIdentifier('schema', options.schema ?? DEFAULT_SCHEMA);
+    this.table = checkIdentifier('table', options.table ?? 'idempotency_audit');
+    this.qualified = `${quoteIdent(this.schema)}.${quoteIdent(this.table)}`;
+    const retention = options.retentionMs ?? DEFAULT_AUDIT_RETENTION_MS;
+    if (!Number.isSafeInteger(retention) || retention < 1) {
+      throw new InvalidInputError({
+        field: 'retentionMs',
+        message: `retentionMs must be a whole number of ms >= 1, got ${String(retention)}.`,
+      });
+    }
+    this.retentionMs = retention;
+    this.#now = options.now ?? Date.now;
+    this.#sink = createBatchedSink({
+      write: (batch) => this.#write(batch),
+      ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+      ...(options.flushIntervalMs === undefined
+        ? {}
+        : { flushIntervalMs: options.flushIntervalMs }),
+      ...(options.maxBuffered === undefined ? {} : { maxBuffered: options.maxBuffered }),
+      ...(options.onError === undefined ? {} : { onError: options.onError }),
+    });
+    this.onEvent = this.#sink.onEvent;
+  }
+
+  get pending(): number {
+    return this.#sink.pending;
+  }
+
+  get dropped(): number {
+    return this.#sink.dropped;
+  }
+
+  /**
+   * Create the table and its indexes if they do not exist (`auditSchemaSql`). Safe to call from
+   * many processes at once: an advisory lock serialises it.
+   */
+  async ensureSchema(): Promise<void> {
+    const lock = BigInt.asIntN(
+      64,
+      BigInt(
+        `0x${createHash('sha256').update(`idempotent-tools/audit/${this.schema}.${this.table}`).digest('hex').slice(0, 16)}`,
+      ),
+    );
+    const text = `SELECT pg_advisory_xact_lock('${lock}'::bigint);\n${auditSchemaSql(this)}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#db.query({ text });
+        return;
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if ((code === '23505' || code === '42P07') && attempt < 3) continue;
+        throw this.#unavailable('ensureSchema', error);
+      }
+    }
+  }
+
+  flush(): Promise<void> {
+    return this.#sink.flush();
+  }
+
+  close(): Promise<void> {
+    return this.#sink.close();
+  }
+
+  /** Events newest first (`id` descending), within the retention. */
+  async query(query?: AuditQuery): Promise<AuditPage> {
+    const q = checkAuditQuery(query);
+    const before =
+      q.cursor === undefined
+        ? undefined
+        : decodeCursor(q.cursor, (v) => (Number.isSafeInteger(v) ? (v as number) : undefined));
+    const { where, values } = this.#where(q);
+    for (const [column, value] of [
+      ['key', q.key],
+      ['outcome', q.outcome],
+    ] as const) {
+      if (value === undefined) continue;
+      values.push(value);
+      where.push(`${column} = $${values.length}`);
+    }
+    if (before !== undefined) {
+      values.push(before);
+      where.push(`id < $${values.length}`);
+    }
+    values.push(q.limit + 1);
+    const { rows } = await this.#query(
+      'query',
+      `SELECT id, ${AUDIT_COLUMNS.join(', ')} FROM ${this.qualified}
+       WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`,
+      values,
+    );
+    const events = (rows as unknown as AuditRow[]).slice(0, q.limit).map(auditEntryFromRow);
+    const last = events.at(-1);
+    return rows.length > q.limit && last !== undefined
+      ? { events, cursor: encodeCursor(last.id) }
+      : { events };
+  }
+
+  /** Calls by outcome, replays and the replay rate, within the retention. */
+  async stats(filter?: AuditStatsFilter): Promise<AuditStats> {
+    const f = checkAuditStatsFilter(filter);
+    const { where, values } = this.#where(f);
+    const { rows } = await this.#query(
+      'stats',
+      `SELECT outcome, count(*) AS n, count(*) FILTER (WHERE error_code = 'replayed_failure') AS rf
+       FROM ${this.qualified} WHERE ${where.join(' AND ')} GROUP BY outcome`,
+      values,
+    );
+    return auditStatsFrom(
+      rows.map((r) => ({
+        outcome: String(r.outcome),
+        count: Number(r.n),
+        replayedFailures: Number(r.rf),
+      })),
+      f,
+    );
+  }
+
+  /** Delete every event older than the retention; returns how many were removed. */
+  async purgeExpired(): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const n = await this.#sweep();
+      removed += n;
+      if (n < SWEEP_BATCH) return removed;
+    }
+  }
+
+  #where(filter: AuditStatsFilter): { where: string[]; values: unknown[] } {
+    const where = ['ended_at > $1'];
+    const values: unknown[] = [this.#now() - this.retentionMs];
+    for (const [column, op, value] of [
+      ['ended_at', '>=', filter.since],
+      ['ended_at', '<', filter.until],
+      ['tool_name', '=', filter.toolName],
+      ['scope', '=', filter.scope],
+      ['turn_id', '=', filter.turnId],
+    ] as const) {
+      if (value === undefined) continue;
+      values.push(value);
+      where.push(`${column} ${op} $${values.length}`);
+    }
+    return { where, values };
+  }
+
+  async #write(batch: IdempotencyEvent[]): Promise<void> {
+    const rows = batch.map(auditRowValues);
+    const columns = AUDIT_COLUMNS.map((_, i) => rows.map((row) => row[i] ?? null));
+    const unnest = AUDIT_COLUMNS.map((c, i) => `$${i + 1}::${COLUMN_TYPES[c]}[]`).join(', ');
+    await this.#query(
+      'write',
+      `INSERT INTO ${this.qualified} (${AUDIT_COLUMNS.join(', ')}) SELECT * FROM unnest(${unnest})`,
+      columns,
+    );
+    const now = this.#now();
+    if (now - this.#lastSweep >= SWEEP_EVERY_MS) {
+      this.#lastSweep = now;
+      await this.#sweep();
+    }
+  }
+
+  async #sweep(): Promise<number> {
+    const { rowCount } = await this.#query(
+      'purgeExpired',
+      `DELETE FROM ${this.qualified} WHERE id IN (
+         SELECT id FROM ${this.qualified} WHERE ended_at <= $1
+         ORDER BY ended_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [this.#now() - this.retentionMs, SWEEP_BATCH],
+    );
+    return rowCount ?? 0;
+  }
+
+  async #query(what: string, text: string, values: unknown[]): Promise<PgQueryResult> {
+    try {
+      return await this.#db.query({ text, values });
+    } catch (error) {
+      throw this.#unavailable(what, error);
+    }
+  }
+
+  #unavailable(what: string, cause: unknown): StoreUnavailableError {
+    const code = (cause as { code?: unknown }).code;
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    return new StoreUnavailableError({
+      cause,
+      message:
+        code === '42P01' || code === '3F000'
+          ? `The audit table ${this.qualified} does not exist (${reason}). Create it with audit.ensureSchema() or run auditSchemaSql() in a migration.`
+          : `The PostgreSQL audit log failed during ${what}: ${reason}. Check that the database is up and reachable, then retry.`,
+    });
+  }
+}
