@@ -739,27 +739,50 @@ export function runStoreConformance<S extends IdempotencyStore>(
       );
 
       define('ttl has millisecond precision', async ({ store, clock }) => {
-        const base = key();
-        const long = claimInput(`${base}-long`, { leaseMs: ms(30), ttlMs: ms(250) });
-        const short = claimInput(`${base}-short`, { leaseMs: ms(30), ttlMs: ms(250) });
-        const longRunning = claimInput(`${base}-long-running`, { leaseMs: ms(20), ttlMs: ms(150) });
-        const shortRunning = claimInput(`${base}-short-running`, {
-          leaseMs: ms(20),
-          ttlMs: ms(50),
-        });
-        for (const input of [long, short, longRunning, shortRunning]) await acquire(store, input);
-        await complete(store, long.key, long.token, 'completed', '"long"', ms(150));
-        await complete(store, short.key, short.token, 'completed', '"short"', ms(50));
+        // In real mode a loaded machine can sleep past the window this test needs (100 ms after
+        // completion, before 150 ms): such an attempt proves nothing and is repeated with fresh
+        // keys. Absence after the TTL is asserted on every attempt.
+        for (let attempt = 1; ; attempt++) {
+          const base = key();
+          const long = claimInput(`${base}-long`, { leaseMs: ms(30), ttlMs: ms(250) });
+          const short = claimInput(`${base}-short`, { leaseMs: ms(30), ttlMs: ms(250) });
+          const longRunning = claimInput(`${base}-long-running`, {
+            leaseMs: ms(20),
+            ttlMs: ms(150),
+          });
+          const shortRunning = claimInput(`${base}-short-running`, {
+            leaseMs: ms(20),
+            ttlMs: ms(50),
+          });
+          await acquire(store, longRunning);
+          const longRunningAt = clock.now();
+          for (const input of [long, short, shortRunning]) await acquire(store, input);
+          await complete(store, short.key, short.token, 'completed', '"short"', ms(50));
+          await complete(store, long.key, long.token, 'completed', '"long"', ms(150));
+          const longAt = clock.now();
 
-        await clock.advance(ms(100));
-        expect(await store.get(short.key)).toBeUndefined();
-        expect(await store.get(shortRunning.key)).toBeUndefined();
-        expect((await mustGet(store, long.key)).outcome).toBe('"long"');
-        expect((await mustGet(store, longRunning.key)).state).toBe('in_progress');
+          await clock.advance(ms(100));
+          expect(await store.get(short.key)).toBeUndefined();
+          expect(await store.get(shortRunning.key)).toBeUndefined();
+          const longRecord = await store.get(long.key);
+          const longRunningRecord = await store.get(longRunning.key);
+          const inWindow =
+            clock.now() - longAt < ms(150) - 2 && clock.now() - longRunningAt < ms(150) - 2;
+          if (inWindow || mode === 'virtual') {
+            expect(longRecord?.outcome).toBe('"long"');
+            expect(longRunningRecord?.state).toBe('in_progress');
+          }
 
-        await clock.advance(ms(100));
-        expect(await store.get(long.key)).toBeUndefined();
-        expect(await store.get(longRunning.key)).toBeUndefined();
+          await clock.advance(ms(100));
+          expect(await store.get(long.key)).toBeUndefined();
+          expect(await store.get(longRunning.key)).toBeUndefined();
+          if (inWindow || mode === 'virtual') return;
+          if (attempt >= 5) {
+            throw new Error(
+              'ttl precision: five attempts in a row slept past the 150 ms window; the machine is too loaded to test it. Raise timeScale.',
+            );
+          }
+        }
       });
 
       define('expired records are invisible to every operation', async ({ store, clock }) => {
