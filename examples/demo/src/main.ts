@@ -12,7 +12,7 @@ const print = (line: string) => console.log(line);
 const banner = (title: string) => print(`\n${'='.repeat(100)}\n${title}\n${'='.repeat(100)}`);
 let failed = false;
 
-banner('1/5  Core: one agent, a payment tool, and everything that goes wrong with retries');
+banner('1/6  Core: one agent, a payment tool, and everything that goes wrong with retries');
 const core = await runDemo({ print });
 // Exactly one charge per turn and one customer, whatever the retries did.
 if (core.charges !== 4 || core.customers !== 1) failed = true;
@@ -20,18 +20,22 @@ if (core.charges !== 4 || core.customers !== 1) failed = true;
 const examples: Array<
   [string, () => Promise<{ main: (o: { print: typeof print }) => Promise<unknown> }>]
 > = [
-  ['2/5  Vercel AI SDK (examples/ai-sdk-agent)', () => import('../../ai-sdk-agent/src/agent.js')],
+  ['2/6  Vercel AI SDK (examples/ai-sdk-agent)', () => import('../../ai-sdk-agent/src/agent.js')],
   [
-    '3/5  LangChain createAgent (examples/langchain-agent)',
+    '3/6  LangChain createAgent (examples/langchain-agent)',
     () => import('../../langchain-agent/src/agent.js'),
   ],
   [
-    '4/5  OpenAI function calling over a flaky network (examples/openai-function-calling)',
+    '4/6  OpenAI function calling over a flaky network (examples/openai-function-calling)',
     () => import('../../openai-function-calling/src/agent.js'),
   ],
   [
-    '5/5  Vendor calls: the agent killed at each step of a charge (examples/vendor-payments)',
+    '5/6  Vendor calls: the agent killed at each step of a charge (examples/vendor-payments)',
     () => import('../../vendor-payments/src/agent.js'),
+  ],
+  [
+    '6/6  MCP server over Streamable HTTP: a client retry after a lost reply (examples/mcp-server)',
+    () => import('../../mcp-server/src/agent.js'),
   ],
 ];
 for (const [title, load] of examples) {
