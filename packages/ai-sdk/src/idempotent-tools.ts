@@ -1,9 +1,9 @@
 import {
-  createIdempotency,
   type ExecutionContext,
+  type ExecutorOptions,
   errorForModel,
+  executorFrom,
   type Idempotency,
-  type IdempotencyOptions,
   type IdempotentResult,
   InvalidInputError,
   markReplayed,
@@ -27,14 +27,6 @@ export interface ToolCallInfo {
 
 /** A per-call value: fixed, or computed from the call. */
 export type PerCall = string | ((call: ToolCallInfo) => string | undefined);
-
-/** Which executor runs the calls: a store (a new executor is made), or your own executor. */
-export type ExecutorOptions =
-  | IdempotencyOptions
-  | {
-      /** An executor from `createIdempotency(...)`, shared with other code. */
-      idempotency: Idempotency;
-    };
 
 export interface WrapOptions {
   /**
@@ -155,31 +147,6 @@ function checkPerCall(field: string, value: unknown): void {
       message: `${field} must be a string or a function of the tool call, got ${typeof value}.`,
     });
   }
-}
-
-function executorOf(options: ExecutorOptions): Idempotency {
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidInputError({
-      field: 'options',
-      message: 'Pass options: { store } (e.g. openSqliteStore(path)) or { idempotency }.',
-    });
-  }
-  if ('idempotency' in options && options.idempotency !== undefined) {
-    if ('store' in options && options.store !== undefined) {
-      throw new InvalidInputError({
-        field: 'store',
-        message: 'Pass either store or idempotency, not both.',
-      });
-    }
-    if (typeof options.idempotency?.run !== 'function') {
-      throw new InvalidInputError({
-        field: 'idempotency',
-        message: 'idempotency must be an executor from createIdempotency({ store }).',
-      });
-    }
-    return options.idempotency;
-  }
-  return createIdempotency(options as IdempotencyOptions);
 }
 
 function retryNote(tool: Tool, safe: boolean): Partial<Tool> {
@@ -339,7 +306,7 @@ export function idempotentTools<TOOLS extends ToolSet>(
         'idempotentTools takes the tool set you pass to generateText: { name: tool({...}) }.',
     });
   }
-  const executor = executorOf(options);
+  const executor = executorFrom(options, 'idempotentTools');
   checkPerCall('turnId', options.turnId);
   checkPerCall('scope', options.scope);
   const exclude = new Set<string>(options.exclude ?? []);

@@ -1,6 +1,5 @@
 export * from '@idempotent-tools/core';
 export {
-  type ExecutorOptions,
   type IdempotentToolOptions,
   type IdempotentToolsOptions,
   idempotencyContext,

@@ -1,3 +1,4 @@
+import { createHmac, type KeyObject } from 'node:crypto';
 import { canonicalize, sha256 } from './canonicalize.js';
 import { InvalidInputError } from './errors/index.js';
 
@@ -39,13 +40,56 @@ export interface KeyInput {
 export interface DerivedKey {
   /** `v1_` + 43 base64url characters: ASCII, header-safe, fits Redis and SQL keys. */
   key: string;
-  /** SHA-256 (base64url) of the canonical args. */
+  /** SHA-256 (base64url) of the canonical args (HMAC-SHA-256 with `argsHmacKey`). */
   fingerprint: string;
 }
 
 export interface DeriveKeyOptions {
   /** Largest accepted canonical args, in UTF-8 bytes. @default 1048576 (1 MiB) */
   maxArgsBytes?: number;
+  /**
+   * A secret of at least 32 bytes: the fingerprint and the key are HMAC-SHA-256 under it instead
+   * of plain SHA-256, so someone who reads the store (or the events) cannot confirm a guess of the
+   * args or the business key by hashing it. It changes every key and fingerprint (the golden
+   * vectors are for the default); every process on a store must use the same one.
+   * @default undefined (plain SHA-256)
+   */
+  argsHmacKey?: Uint8Array | KeyObject | undefined;
+}
+
+/** Smallest accepted `argsHmacKey`, in bytes. */
+export const MIN_HMAC_KEY_BYTES = 32;
+
+/**
+ * The hash of key derivation: SHA-256, or HMAC-SHA-256 under `argsHmacKey`.
+ * @throws InvalidInputError (field `argsHmacKey`) on a key that is not bytes or too short.
+ * @internal
+ */
+export function keyHasher(hmacKey: Uint8Array | KeyObject | undefined): (text: string) => string {
+  if (hmacKey === undefined) return sha256;
+  let secret: KeyObject | Buffer;
+  if (hmacKey instanceof Uint8Array) {
+    secret = Buffer.from(hmacKey);
+  } else if (
+    hmacKey !== null &&
+    typeof hmacKey === 'object' &&
+    (hmacKey as KeyObject).type === 'secret'
+  ) {
+    secret = hmacKey;
+  } else {
+    throw new InvalidInputError({
+      field: 'argsHmacKey',
+      message: 'argsHmacKey must be a Buffer / Uint8Array (or a secret KeyObject) of random bytes.',
+    });
+  }
+  const size = Buffer.isBuffer(secret) ? secret.byteLength : (secret.symmetricKeySize ?? 0);
+  if (size < MIN_HMAC_KEY_BYTES) {
+    throw new InvalidInputError({
+      field: 'argsHmacKey',
+      message: `argsHmacKey is ${size} bytes; use at least ${MIN_HMAC_KEY_BYTES} random bytes (crypto.randomBytes(32)).`,
+    });
+  }
+  return (text) => createHmac('sha256', secret).update(text).digest('base64url');
 }
 
 // C0 and C1 control characters.
@@ -134,6 +178,8 @@ export function validateKeyParts(input: {
  * business key `["idempotent-tools/key", "v1", scope | null, "business", toolName, businessKey]`.
  * Hashing a canonical array joins the parts unambiguously. Golden vectors pin the output.
  *
+ * With `argsHmacKey`, both hashes are HMAC-SHA-256 under it (other keys, same format).
+ *
  * @throws InvalidInputError on an empty, oversized or non-string part, non-JSON args, or args
  * over `maxArgsBytes`. Nothing is stored.
  */
@@ -148,7 +194,7 @@ export function deriveKey(input: KeyInput, options: DeriveKeyOptions = {}): Deri
  */
 export function deriveKeyAndSize(
   input: KeyInput,
-  options: DeriveKeyOptions = {},
+  options: DeriveKeyOptions & { hash?: (text: string) => string } = {},
 ): DerivedKey & { argsBytes: number } {
   if (input === null || typeof input !== 'object') {
     throw new InvalidInputError({
@@ -179,7 +225,8 @@ export function deriveKeyAndSize(
       message: `args are ${argsBytes} bytes of JSON; the limit is ${maxArgsBytes}. Pass a smaller payload (a reference instead of the data) or raise maxArgsBytes.`,
     });
   }
-  const fingerprint = sha256(canonicalArgs);
+  const hash = options.hash ?? keyHasher(options.argsHmacKey);
+  const fingerprint = hash(canonicalArgs);
   const scope = input.scope ?? null;
   let parts: string;
   if (hasBusinessKey) {
@@ -202,5 +249,5 @@ export function deriveKeyAndSize(
       fingerprint,
     ]);
   }
-  return { key: `${KEY_VERSION}_${sha256(parts)}`, fingerprint, argsBytes };
+  return { key: `${KEY_VERSION}_${hash(parts)}`, fingerprint, argsBytes };
 }

@@ -13,6 +13,10 @@
  * - `persist-failed`: the tool ran but its outcome could not be stored.
  * - `outcome-unknown`: an earlier attempt died mid-way; the call refused to guess.
  * - `store-unavailable`: the store could not be reached; the tool did not run.
+ * - `unguarded`: the store could not be reached and the tool ran without protection
+ *   (`onStoreUnavailable: 'fail-open'`); nothing was stored, a retry runs it again.
+ * - `integrity-failed`: the stored outcome failed its integrity check (corrupt, tampered,
+ *   copied from another key, unknown encryption key): not replayed; the tool did not run.
  */
 export type CallOutcome =
   | 'executed'
@@ -24,7 +28,9 @@ export type CallOutcome =
   | 'failed'
   | 'persist-failed'
   | 'outcome-unknown'
-  | 'store-unavailable';
+  | 'store-unavailable'
+  | 'unguarded'
+  | 'integrity-failed';
 
 /** Every outcome, in the order of `CallOutcome`. */
 export const CALL_OUTCOMES: readonly CallOutcome[] = [
@@ -38,6 +44,8 @@ export const CALL_OUTCOMES: readonly CallOutcome[] = [
   'persist-failed',
   'outcome-unknown',
   'store-unavailable',
+  'unguarded',
+  'integrity-failed',
 ];
 
 /**
@@ -65,8 +73,8 @@ export interface IdempotencyEvent {
   /** Size of the canonical args, in UTF-8 bytes. */
   argsBytes: number;
   /**
-   * Size of the stored outcome (the JSON the store holds), in UTF-8 bytes: present when the call
-   * returned a value or replayed a stored one (`executed`, `replayed`, `waited`, `reconciled`,
+   * Size of the stored outcome's JSON (before encryption, when `encryption` is on), in UTF-8
+   * bytes: present when the call returned a value or replayed a stored one (`executed`, `replayed`, `waited`, `reconciled`,
    * and a replayed terminal failure).
    */
   resultBytes?: number;

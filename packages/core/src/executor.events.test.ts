@@ -302,9 +302,9 @@ add('persist-failed (lease lost)', {
     return s.one(() => s.idempotency.run(call(), async () => 1));
   },
 });
-add('persist-failed (the stored outcome is corrupt)', {
-  outcome: 'persist-failed',
-  errorCode: 'persist_failed',
+add('integrity-failed (the stored outcome is corrupt)', {
+  outcome: 'integrity-failed',
+  errorCode: 'record_integrity',
   hasResult: false,
   run: async () => {
     const inner = createMemoryStore();
@@ -332,6 +332,50 @@ add('store-unavailable (claim)', {
   run: () => {
     const s = setup({}, broken(createMemoryStore(), { claim: 'throw' }));
     return s.one(() => s.idempotency.run(call(), async () => 1));
+  },
+});
+add('unguarded (store down, fail-open: the tool ran)', {
+  outcome: 'unguarded',
+  hasResult: false,
+  run: () => {
+    const s = setup(
+      { onStoreUnavailable: 'fail-open' },
+      broken(createMemoryStore(), { claim: 'throw' }),
+    );
+    return s.one(() => s.idempotency.run(call(), async () => 1));
+  },
+});
+add('unguarded (store down, fail-open: the tool threw)', {
+  outcome: 'unguarded',
+  errorCode: 'tool_error',
+  hasResult: false,
+  run: () => {
+    const s = setup(
+      { onStoreUnavailable: 'fail-open' },
+      broken(createMemoryStore(), { claim: 'throw' }),
+    );
+    return s.one(() =>
+      s.idempotency.run(call(), async () => {
+        throw new Error('vendor down too');
+      }),
+    );
+  },
+});
+add('integrity-failed (an encrypted outcome copied under another key)', {
+  outcome: 'integrity-failed',
+  errorCode: 'record_integrity',
+  hasResult: false,
+  run: async () => {
+    const store = createMemoryStore();
+    const encryption = { keys: { k1: Buffer.alloc(32, 7) }, current: 'k1' };
+    const s = setup({ encryption }, store);
+    await s.idempotency.run(call('turn-a'), async () => 'secret');
+    const source = await store.get(s.idempotency.keyOf(call('turn-a')).key);
+    const { key, fingerprint } = s.idempotency.keyOf(call('turn-b'));
+    await store.claim({ key, fingerprint, token: 't', leaseMs: 60_000, ttlMs: 60_000 });
+    const outcome = source?.outcome ?? '';
+    await store.complete({ key, token: 't', state: 'completed', outcome, ttlMs: 60_000 });
+    return s.one(() => s.idempotency.run(call('turn-b'), async () => 1));
   },
 });
 add('store-unavailable (takeover)', {

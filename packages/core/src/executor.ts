@@ -1,5 +1,12 @@
+import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_MAX_ARGS_BYTES, type DerivedKey, deriveKeyAndSize } from './derive-key.js';
+import {
+  DEFAULT_MAX_ARGS_BYTES,
+  type DerivedKey,
+  deriveKeyAndSize,
+  keyHasher,
+} from './derive-key.js';
+import { createOutcomeCodec, type EncryptionOptions, type OutcomeCodec } from './encryption.js';
 import {
   DriftError,
   IdempotencyError,
@@ -7,6 +14,7 @@ import {
   InvalidInputError,
   OutcomeUnknownError,
   PersistFailedError,
+  RecordIntegrityError,
   ReplayedFailureError,
   StoreUnavailableError,
 } from './errors/index.js';
@@ -18,6 +26,10 @@ import { withExecutionContext } from './vendor.js';
 const HOUR = 60 * 60 * 1000;
 /** Largest duration accepted for ttl / lease / waitTimeout: 366 days. */
 const MAX_DURATION = 366 * 24 * HOUR;
+/** Default `maxResultBytes`: 1 MiB of JSON. */
+export const DEFAULT_MAX_RESULT_BYTES = 1024 * 1024;
+/** Largest accepted `maxArgsBytes` / `maxResultBytes`: 512 MiB (a JavaScript string's limit). */
+const MAX_BYTES = 512 * 1024 * 1024;
 
 /** Defaults of the executor's per-tool options. */
 export const DEFAULTS = {
@@ -27,6 +39,7 @@ export const DEFAULTS = {
   onDrift: 'reject',
   onInProgress: 'wait',
   onStale: 'outcome-unknown',
+  onStoreUnavailable: 'fail-closed',
 } as const;
 
 /** One tool call: what identifies it. */
@@ -106,6 +119,17 @@ export interface ToolPolicy<Args = unknown, Result = unknown> {
   vendorDedupes?: boolean;
   /** Errors for which this returns true are stored and replayed (not retried). @default () => false */
   isTerminalError?: (error: unknown) => boolean;
+  /**
+   * The store fails (it is down) on the call's first look-up, before anything ran:
+   * `'fail-closed'` fails the call with `StoreUnavailableError` and the tool does not run;
+   * `'fail-open'` runs the tool **unguarded** (no record, no replay: a retry runs it again) and
+   * resolves with `outcome: 'unguarded'` and an `unguarded` event. Only for tools whose repeat
+   * is harmless, or where availability matters more than at-most-once. Never after the tool ran,
+   * never while waiting for a running duplicate, never for a stale attempt; a `vendorCall` inside
+   * the tool stays fail-closed unless its own policy says otherwise.
+   * @default 'fail-closed'
+   */
+  onStoreUnavailable?: 'fail-closed' | 'fail-open';
 }
 
 export interface IdempotencyOptions extends Omit<ToolPolicy, 'businessKey' | 'reconcile'> {
@@ -125,6 +149,31 @@ export interface IdempotencyOptions extends Omit<ToolPolicy, 'businessKey' | 're
   exposeArgs?: boolean;
   /** Largest accepted args, in bytes of canonical JSON. @default 1048576 */
   maxArgsBytes?: number;
+  /**
+   * Largest result kept, in UTF-8 bytes of the stored JSON (`{"v":<result>}`). A bigger result
+   * fails the call with `PersistFailedError` (`reason: 'invalid_result'`) before it is returned,
+   * and is kept as a failure (the tool ran: a retry replays the failure, it does not run again).
+   * @default 1048576
+   */
+  maxResultBytes?: number;
+  /**
+   * Encrypt stored outcomes at rest with AES-256-GCM, bound to their key: `{ keys: { k2, k1 },
+   * current: 'k2' }` (32-byte keys). Records sealed with an older key stay readable while it is
+   * in `keys`. A record that fails to open (tampered, copied, unknown key, garbage) is refused
+   * with `RecordIntegrityError`, never replayed. Only outcomes are encrypted: keys, fingerprints,
+   * tool names, scopes and turn ids are stored as they are.
+   * @default undefined (outcomes stored as plain JSON)
+   */
+  encryption?: EncryptionOptions;
+  /**
+   * A secret of at least 32 bytes under which the args fingerprint and the key are HMAC-SHA-256
+   * instead of SHA-256, so the stored keys and fingerprints do not let anyone confirm guessed
+   * args. **It changes every key**: set it before the first call, use the same one in every
+   * process on the store, and rotate it only knowing that calls within the ttl window will no
+   * longer be recognised as repeats.
+   * @default undefined (plain SHA-256: the golden vectors)
+   */
+  argsHmacKey?: Uint8Array | KeyObject;
 }
 
 /** The outcome of a call. */
@@ -133,7 +182,11 @@ export interface IdempotentResult<Result> {
   /** True when the value is a stored outcome and the tool did not run for this call. */
   replayed: boolean;
   key: string;
-  outcome: 'executed' | 'replayed' | 'waited' | 'reconciled';
+  /**
+   * `executed`, `replayed`, `waited`, `reconciled`, or `unguarded`: the store was down and the
+   * tool ran without protection (`onStoreUnavailable: 'fail-open'`).
+   */
+  outcome: 'executed' | 'replayed' | 'waited' | 'reconciled' | 'unguarded';
 }
 
 export type ToolFunction<Args, Result> = (
@@ -238,6 +291,7 @@ interface ResolvedPolicy<Args, Result> {
   businessKey: ((args: Args, call: Call<Args>) => unknown) | undefined;
   reconcile: ((context: ReconcileContext<Args>) => Promise<Reconciliation<Result>>) | undefined;
   isTerminalError: ((error: unknown) => boolean) | undefined;
+  onStoreUnavailable: 'fail-closed' | 'fail-open';
 }
 
 function resolvePolicy<Args, Result>(
@@ -276,6 +330,11 @@ function resolvePolicy<Args, Result>(
     businessKey: fn('businessKey', policy.businessKey),
     reconcile: fn('reconcile', policy.reconcile),
     isTerminalError: fn('isTerminalError', policy.isTerminalError ?? defaults.isTerminalError),
+    onStoreUnavailable: checkChoice(
+      'onStoreUnavailable',
+      policy.onStoreUnavailable ?? defaults.onStoreUnavailable ?? DEFAULTS.onStoreUnavailable,
+      ['fail-closed', 'fail-open'],
+    ),
   };
 }
 
@@ -292,17 +351,40 @@ function describeError(error: unknown): { name: string; message: string; code?: 
   return { name: 'Error', message: String(error) };
 }
 
-function decode(record: IdempotencyRecord): StoredOutcome {
+/** The JSON of a stored outcome: opened (decrypted and authenticated) and parsed. */
+function decode(
+  codec: OutcomeCodec,
+  key: string,
+  record: IdempotencyRecord,
+): { stored: StoredOutcome; json: string } {
+  const state = record.state === 'failed' ? 'failed' : 'completed';
+  const json = codec.open(key, state, record.outcome ?? '{}');
+  let stored: unknown;
+  let cause: unknown;
   try {
-    return JSON.parse(record.outcome ?? '{}') as StoredOutcome;
-  } catch (cause) {
-    throw new PersistFailedError({
-      key: record.key,
-      reason: 'store_error',
+    stored = JSON.parse(json);
+  } catch (error) {
+    cause = error;
+  }
+  if (stored === null || typeof stored !== 'object' || Array.isArray(stored)) {
+    throw new RecordIntegrityError({
+      key,
+      reason: 'corrupt',
       cause,
-      message: `The stored outcome of ${record.key} is not valid JSON: the store returned a corrupt record. Inspect it, delete it, then retry.`,
+      message: `The stored outcome of ${key} is not an outcome this library wrote (not a JSON object): the store returned a corrupt record. It was not replayed and the tool did not run. Inspect the record and delete it, then retry.`,
     });
   }
+  return { stored: stored as StoredOutcome, json };
+}
+
+function checkBytes(field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0 || value > MAX_BYTES) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} must be a whole number of bytes between 1 and ${MAX_BYTES}, got ${String(value)}.`,
+    });
+  }
+  return value;
 }
 
 /**
@@ -329,6 +411,9 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     onEvent,
     exposeArgs = false,
     maxArgsBytes = DEFAULT_MAX_ARGS_BYTES,
+    maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
+    encryption,
+    argsHmacKey,
     ...defaults
   } = options;
   if (store.specificationVersion !== 'v1') {
@@ -337,7 +422,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
       message: `The store implements contract ${String(store.specificationVersion)}; this version of @idempotent-tools/core needs 'v1'. Upgrade the store package.`,
     });
   }
-  checkDuration('maxArgsBytes', maxArgsBytes);
+  checkBytes('maxArgsBytes', maxArgsBytes);
+  checkBytes('maxResultBytes', maxResultBytes);
+  const codec = createOutcomeCodec(encryption);
+  const hash = keyHasher(argsHmacKey);
   // Validate the defaults once, so a bad option fails at creation.
   resolvePolicy(defaults, {});
 
@@ -412,7 +500,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         args: call.args,
         businessKey,
       },
-      { maxArgsBytes },
+      { maxArgsBytes, hash },
     );
   }
 
@@ -480,9 +568,16 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     };
 
     const replay = (record: IdempotencyRecord): IdempotentResult<Result> => {
-      const stored = decode(record);
+      let decoded: { stored: StoredOutcome; json: string };
+      try {
+        decoded = decode(codec, key, record);
+      } catch (error) {
+        if (RecordIntegrityError.isInstance(error)) return fail('integrity-failed', error);
+        throw error;
+      }
+      const { stored, json } = decoded;
       const outcome = waitedMs > 0 ? 'waited' : 'replayed';
-      const resultBytes = Buffer.byteLength(record.outcome ?? '');
+      const resultBytes = Buffer.byteLength(json);
       if (record.state === 'failed' || stored.e !== undefined) {
         const original = stored.e ?? { name: 'Error', message: 'unknown error' };
         fail(
@@ -548,7 +643,16 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
       } catch (error) {
         stopRenew();
         if (policy.isTerminalError?.(error) === true) {
-          const outcome = JSON.stringify({ e: describeError(error) } satisfies StoredOutcome);
+          const e = describeError(error);
+          let json = JSON.stringify({ e } satisfies StoredOutcome);
+          if (Buffer.byteLength(json) > maxResultBytes) {
+            // Keep the failure, not a huge message: a stored error obeys maxResultBytes too.
+            e.message = `${e.message.slice(0, 1000)}… (truncated: over maxResultBytes)`;
+            e.name = e.name.slice(0, 200);
+            if (e.code !== undefined) e.code = e.code.slice(0, 200);
+            json = JSON.stringify({ e } satisfies StoredOutcome);
+          }
+          const outcome = codec.seal(key, 'failed', json);
           await store
             .complete({ key, token, state: 'failed', outcome, ttlMs: policy.ttl })
             .catch(() => false);
@@ -564,23 +668,40 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
       stopRenew();
 
       let encoded: string;
+      let refused: { message: string; cause?: unknown } | undefined;
       try {
         encoded = JSON.stringify({ v: value } satisfies StoredOutcome);
+        const bytes = Buffer.byteLength(encoded);
+        if (bytes > maxResultBytes) {
+          refused = {
+            message: `The result of ${call.toolName} is ${bytes} bytes of JSON; the limit is ${maxResultBytes} (maxResultBytes), so it is not stored and replayed. The tool did run: its effect is kept as a failure so it is not repeated. Return a smaller result (a reference instead of the data) or raise maxResultBytes.`,
+          };
+        }
       } catch (cause) {
-        const message = `The result of ${call.toolName} is not JSON (${describeError(cause).message}), so it cannot be stored and replayed. The tool did run: its effect is kept as a failure so it is not repeated. Return plain JSON from the tool.`;
+        encoded = '';
+        refused = {
+          cause,
+          message: `The result of ${call.toolName} is not JSON (${describeError(cause).message}), so it cannot be stored and replayed. The tool did run: its effect is kept as a failure so it is not repeated. Return plain JSON from the tool.`,
+        };
+      }
+      if (refused !== undefined) {
+        const { message, cause } = refused;
+        const failure = JSON.stringify({
+          e: { name: 'PersistFailedError', message, code: 'invalid_result' },
+        } satisfies StoredOutcome);
         await store
           .complete({
             key,
             token,
             state: 'failed',
-            outcome: JSON.stringify({ e: { name: 'PersistFailedError', message } }),
+            outcome: codec.seal(key, 'failed', failure),
             ttlMs: policy.ttl,
           })
           .catch(() => false);
         wake(key);
         return fail(
           'persist-failed',
-          new PersistFailedError({ key, reason: 'store_error', cause, message }),
+          new PersistFailedError({ key, reason: 'invalid_result', cause, message }),
         );
       }
       let owned: boolean;
@@ -589,7 +710,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
           key,
           token,
           state: 'completed',
-          outcome: encoded,
+          outcome: codec.seal(key, 'completed', encoded),
           ttlMs: policy.ttl,
         });
       } catch (cause) {
@@ -652,6 +773,28 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
           }),
         );
       }
+      // An adopted value is checked before anything changes: a bad one leaves the stale record
+      // as it is (the next retry asks reconcile again), never a freed key that would run again.
+      let encoded = '';
+      if (found?.found === true) {
+        try {
+          encoded = JSON.stringify({ v: found.value } satisfies StoredOutcome);
+        } catch (cause) {
+          throw new InvalidInputError({
+            key,
+            field: 'reconcile',
+            cause,
+            message: 'reconcile returned a value that is not JSON. Return plain JSON.',
+          });
+        }
+        if (Buffer.byteLength(encoded) > maxResultBytes) {
+          throw new InvalidInputError({
+            key,
+            field: 'reconcile',
+            message: `reconcile returned ${Buffer.byteLength(encoded)} bytes of JSON; the limit is ${maxResultBytes} (maxResultBytes). Return a smaller value.`,
+          });
+        }
+      }
       const token = randomUUID();
       const taken = await storeCall('takeover', () =>
         store.takeover({
@@ -664,20 +807,9 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
       );
       if (!taken) return 'retry';
       if (found?.found === true) {
-        let encoded: string;
-        try {
-          encoded = JSON.stringify({ v: found.value } satisfies StoredOutcome);
-        } catch (cause) {
-          await store.release(key, token).catch(() => false);
-          throw new InvalidInputError({
-            key,
-            field: 'reconcile',
-            cause,
-            message: 'reconcile returned a value that is not JSON. Return plain JSON.',
-          });
-        }
+        const sealed = codec.seal(key, 'completed', encoded);
         const owned = await storeCall('complete', () =>
-          store.complete({ key, token, state: 'completed', outcome: encoded, ttlMs: policy.ttl }),
+          store.complete({ key, token, state: 'completed', outcome: sealed, ttlMs: policy.ttl }),
         );
         wake(key);
         if (!owned) return 'retry';
@@ -687,21 +819,60 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
       return execute(token);
     };
 
+    /**
+     * Fail-open (opt-in): the store failed on the first claim, before anything ran here. Run the
+     * tool without a record; the call's one event says `unguarded`.
+     */
+    const runUnguarded = async (): Promise<IdempotentResult<Result>> => {
+      const context: ExecutionContext = {
+        key,
+        toolName: call.toolName,
+        turnId: call.turnId,
+        scope: call.scope,
+        signal: new AbortController().signal,
+      };
+      let value: Result;
+      try {
+        value = await withExecutionContext(context, () => fn(call.args, context));
+      } catch (error) {
+        finish('unguarded', IdempotencyError.isInstance(error) ? error.code : 'tool_error');
+        throw error;
+      }
+      finish('unguarded');
+      return { value, replayed: false, key, outcome: 'unguarded' };
+    };
+
     const deadline = startedAt + policy.waitTimeout;
     let pollMs = 2;
+    let firstClaim = true;
     try {
       for (;;) {
         const token = randomUUID();
-        const claim: ClaimResult = await storeCall('claim', () =>
-          store.claim({
-            key,
-            fingerprint,
-            token,
-            leaseMs: policy.lease,
-            ttlMs: policy.ttl,
-            meta,
-          }),
-        );
+        let claim: ClaimResult;
+        try {
+          claim = await storeCall('claim', () =>
+            store.claim({
+              key,
+              fingerprint,
+              token,
+              leaseMs: policy.lease,
+              ttlMs: policy.ttl,
+              meta,
+            }),
+          );
+        } catch (error) {
+          // Only the first look-up, and only an unreachable store: after it, a record may exist
+          // (a running duplicate, a stale attempt) and running unguarded could repeat an effect.
+          if (
+            firstClaim &&
+            policy.onStoreUnavailable === 'fail-open' &&
+            StoreUnavailableError.isInstance(error)
+          ) {
+            return await runUnguarded();
+          }
+          throw error;
+        }
+        firstClaim = false;
         switch (claim.status) {
           case 'acquired':
             return await execute(token);
@@ -759,7 +930,9 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
             ? 'store-unavailable'
             : PersistFailedError.isInstance(error)
               ? 'persist-failed'
-              : 'failed',
+              : RecordIntegrityError.isInstance(error)
+                ? 'integrity-failed'
+                : 'failed',
           IdempotencyError.isInstance(error) ? error.code : 'internal_error',
         );
       }

@@ -9,11 +9,14 @@ export {
   KEY_LIMITS,
   KEY_VERSION,
   type KeyInput,
+  MIN_HMAC_KEY_BYTES,
   validateKeyParts,
 } from './derive-key.js';
+export type { EncryptionOptions } from './encryption.js';
 export * from './errors/index.js';
 export * from './events.js';
 export * from './executor.js';
+export * from './executor-options.js';
 export * from './inspection.js';
 export type { VendorCallArgs, VendorCallFunction, VendorCallPolicy } from './ledger.js';
 export * from './logger-sink.js';

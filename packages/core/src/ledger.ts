@@ -67,6 +67,7 @@ export function createVendorCall(run: Idempotency['run']) {
       onStale: policy.onStale ?? 'outcome-unknown',
       // Declared for this vendor call, never inherited from the executor's defaults.
       vendorDedupes: policy.vendorDedupes ?? false,
+      onStoreUnavailable: policy.onStoreUnavailable ?? 'fail-closed',
       businessKey: () => parent.key,
     });
   };

@@ -62,6 +62,8 @@ export const DEFAULT_LOG_LEVELS: Readonly<Record<CallOutcome, LogLevel>> = {
   'persist-failed': 'error',
   'outcome-unknown': 'error',
   'store-unavailable': 'error',
+  unguarded: 'warn',
+  'integrity-failed': 'error',
 };
 
 /**

@@ -76,6 +76,7 @@ const NEXT: Record<string, NextStep> = {
   store_unavailable: 'retry-later',
   persist_failed: 'retry-later',
   replayed_failure: 'do-not-retry',
+  record_integrity: 'do-not-retry',
 };
 
 /**

@@ -1,9 +1,9 @@
 import {
-  createIdempotency,
   type ExecutionContext,
+  type ExecutorOptions,
   errorForModel,
+  executorFrom,
   type Idempotency,
-  type IdempotencyOptions,
   type IdempotentResult,
   InvalidInputError,
   markReplayed,
@@ -29,13 +29,7 @@ export interface CallContext {
   config: ToolRunnableConfig;
 }
 
-/** Which executor runs the calls: a store and executor options (a new executor is made), or yours. */
-export type ExecutorOptions =
-  | IdempotencyOptions
-  | {
-      /** An executor from `createIdempotency(...)`, shared with other code. */
-      idempotency: Idempotency;
-    };
+export type { ExecutorOptions };
 
 /** How calls are identified and marked; shared by every entry point. */
 export interface WrapOptions {
@@ -137,15 +131,9 @@ type Callable = StructuredToolInterface & {
 
 /** Validate the shared options once; returns the executor. */
 export function executorOf(options: ExecutorOptions & WrapOptions, caller: string): Idempotency {
-  const o = options as Partial<IdempotencyOptions & { idempotency: Idempotency }> & WrapOptions;
-  if (o === null || typeof o !== 'object' || (o.store == null) === (o.idempotency == null)) {
-    throw new InvalidInputError({
-      field: 'store',
-      message: `${caller} needs exactly one of { store } or { idempotency }: e.g. ${caller}(..., { store: openSqliteStore('agent.db') }).`,
-    });
-  }
+  const idempotency = executorFrom(options, caller);
   for (const field of ['turnId', 'scope'] as const) {
-    const value = o[field];
+    const value = (options as WrapOptions)[field];
     if (value !== undefined && typeof value !== 'string' && typeof value !== 'function') {
       throw new InvalidInputError({
         field,
@@ -153,12 +141,7 @@ export function executorOf(options: ExecutorOptions & WrapOptions, caller: strin
       });
     }
   }
-  if (o.idempotency != null) return o.idempotency;
-  const { turnId, scope, markFresh, policy, policies, exclude, unsafe, ...executor } = o as Record<
-    string,
-    unknown
-  >;
-  return createIdempotency(executor as unknown as IdempotencyOptions);
+  return idempotency;
 }
 
 /** Throw unless `tool` is a LangChain tool (`tool()`, `StructuredTool`, `DynamicStructuredTool`). */

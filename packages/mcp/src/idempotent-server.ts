@@ -1,9 +1,9 @@
 import {
-  createIdempotency,
   type ExecutionContext,
+  type ExecutorOptions,
   errorForModel,
+  executorFrom,
   type Idempotency,
-  type IdempotencyOptions,
   InvalidInputError,
   markReplayed,
   type ToolPolicy,
@@ -42,14 +42,6 @@ export type PerCall = string | ((call: ToolCallInfo) => string | undefined);
 
 /** The policy of one MCP tool: its outcome is the tool's `CallToolResult`. */
 export type McpToolPolicy = ToolPolicy<Record<string, unknown>, CallToolResult>;
-
-/** Which executor runs the calls: a store (a new executor is made), or your own executor. */
-export type ExecutorOptions =
-  | IdempotencyOptions
-  | {
-      /** An executor from `createIdempotency(...)`, shared with other code. */
-      idempotency: Idempotency;
-    };
 
 /** Options of `idempotentServer(server, options)` and `idempotentRegisterTool(server, options)`. */
 export type IdempotentServerOptions = ExecutorOptions & {
@@ -132,31 +124,6 @@ const wrappedServers = new WeakSet<object>();
  */
 export function idempotencyContext(extra: object): ExecutionContext | undefined {
   return contexts.get(extra);
-}
-
-function executorOf(options: ExecutorOptions): Idempotency {
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidInputError({
-      field: 'options',
-      message: 'Pass options: { store } (e.g. openSqliteStore(path)) or { idempotency }.',
-    });
-  }
-  if ('idempotency' in options && options.idempotency !== undefined) {
-    if ('store' in options && options.store !== undefined) {
-      throw new InvalidInputError({
-        field: 'store',
-        message: 'Pass either store or idempotency, not both.',
-      });
-    }
-    if (typeof options.idempotency?.run !== 'function') {
-      throw new InvalidInputError({
-        field: 'idempotency',
-        message: 'idempotency must be an executor from createIdempotency({ store }).',
-      });
-    }
-    return options.idempotency;
-  }
-  return createIdempotency(options as IdempotencyOptions);
 }
 
 function metaString(extra: ToolExtra, field: string): string | undefined {
@@ -323,7 +290,7 @@ function prepare(server: McpServer, options: IdempotentServerOptions) {
         'This server is already made idempotent by idempotentServer: give per-tool options in its policies, exclude and unsafe.',
     });
   }
-  const executor = executorOf(options);
+  const executor = executorFrom(options, 'idempotentServer');
   for (const field of ['turnId', 'scope'] as const) {
     const value: unknown = options[field];
     if (value !== undefined && typeof value !== 'string' && typeof value !== 'function') {

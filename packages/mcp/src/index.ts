@@ -1,6 +1,5 @@
 export * from '@idempotent-tools/core';
 export {
-  type ExecutorOptions,
   IDEMPOTENCY_KEY_META,
   type IdempotentServerOptions,
   idempotencyContext,

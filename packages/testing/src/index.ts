@@ -15,4 +15,5 @@ export {
   runStoreConformance,
   type StoreConformanceOptions,
 } from './store-conformance.js';
+export { runStoreFuzz, type StoreFuzzOptions } from './store-fuzz.js';
 export { uniqueKey } from './unique-key.js';

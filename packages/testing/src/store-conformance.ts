@@ -11,6 +11,7 @@ import {
   type RecordPage,
 } from '@idempotent-tools/core';
 import { createTestClock, sleep, type TestClock } from './clock.js';
+import { defineSecurityTests } from './conformance-security.js';
 import { uniqueKey } from './unique-key.js';
 
 /** The matchers the suite uses. Vitest's and Jest's `expect(...)` results both fit. */
@@ -1313,6 +1314,8 @@ export function runStoreConformance<S extends IdempotencyStore>(
         }
       });
     });
+
+    defineSecurityTests({ describe, define, expect });
   });
 }
 

@@ -8,7 +8,8 @@ export type IdempotencyErrorCode =
   | 'outcome_unknown'
   | 'store_unavailable'
   | 'persist_failed'
-  | 'replayed_failure';
+  | 'replayed_failure'
+  | 'record_integrity';
 
 /**
  * Base class of every error this library throws. Check with `IdempotencyError.isInstance(err)`
