@@ -305,6 +305,23 @@ describe('tool errors', () => {
   });
 });
 
+describe('waiting behind a holder that dies', () => {
+  test('a waiter re-claims when the holder lease runs out, not only after its own lease', async () => {
+    const store = createMemoryStore();
+    const claim = vi.spyOn(store, 'claim');
+    const idempotency = createIdempotency({ store, lease: 30_000, waitTimeout: 30_000 });
+    const { key, fingerprint } = idempotency.keyOf(call());
+    // A holder (another process) claimed with a 50 ms lease and died: no change is ever pushed.
+    await store.claim({ key, fingerprint, token: 'dead', leaseMs: 50, ttlMs: 60_000 });
+    claim.mockClear();
+    await expect(idempotency.run(call(), async () => 1)).rejects.toSatisfy(
+      OutcomeUnknownError.isInstance,
+    );
+    // One claim saw it running, the next (at its lease expiry) saw it stale.
+    expect(claim).toHaveBeenCalledTimes(2);
+  }, 3000);
+});
+
 describe('stale records (a holder died mid-way)', () => {
   /** Leave an in_progress record whose lease has run out, as a crashed process would. */
   async function crashedAttempt(store: MemoryStore, key: string, fingerprint: string) {

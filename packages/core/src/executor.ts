@@ -909,9 +909,16 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
               );
             }
             // Wake on: this process settling the key, the store's push, or an adaptive poll for
-            // stores that cannot push across processes. A store that pushes is still asked again
-            // once per lease, to find a holder that died (the store's clock decides staleness).
-            const poll = store.capabilities.notifiesChanges ? policy.lease : pollMs;
+            // stores that cannot push across processes. A store that pushes is asked again when
+            // the holder's lease runs out (a holder that died sends nothing), at the latest once
+            // per lease of ours; the store's clock decides staleness, so an expiry that the local
+            // clock already sees as past falls back to the adaptive poll.
+            const untilStale = claim.record.leaseExpiresAt - now + 1;
+            const poll = !store.capabilities.notifiesChanges
+              ? pollMs
+              : untilStale <= 0
+                ? pollMs
+                : Math.min(untilStale, policy.lease);
             const timeout = Math.max(1, Math.min(deadline - now, poll));
             const waits = [waitLocal(key, timeout)];
             if (store.waitForChange !== undefined) waits.push(store.waitForChange(key, timeout));
