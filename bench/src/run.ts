@@ -1,10 +1,16 @@
 import { runCanonicalBench } from './canonical.ts';
+import { runPlot } from './plot.ts';
+import { runScaleBench } from './scale.ts';
 import { runStoresBench } from './stores.ts';
+import { runStormBench } from './storm.ts';
 
 /** The benches by name: `node src/run.ts [name...]` runs the named ones, no name runs all. */
 const benches: Record<string, () => unknown> = {
   canonical: runCanonicalBench,
   stores: runStoresBench,
+  storm: runStormBench,
+  scale: runScaleBench,
+  plot: runPlot,
 };
 
 const names = process.argv.slice(2);

@@ -26,6 +26,8 @@ import {
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/test';
 const IN_FLIGHT = 64;
+/** Concurrency levels of the latency sweep (1 = the sequential loop). */
+const SWEEP = [16, IN_FLIGHT] as const;
 /** `BENCH_STORES=redis,sqlite`: only these engines (default: all three). */
 const ONLY = process.env.BENCH_STORES?.split(',').map((s) => s.trim());
 
@@ -120,6 +122,8 @@ export interface ModeResult {
   cpuUsAt64: number;
   /** Calls/s of each round. */
   rounds: number[];
+  /** p50 latency in µs by calls in flight (1: sequential; 16, 64: all calls of the slices). */
+  p50UsByInFlight: Record<string, number>;
   /**
    * Server process CPU per call with 64 in flight, µs (median over the rounds; Redis only). It
    * counts the whole server, so other clients' work inflates it.
@@ -250,19 +254,23 @@ async function concurrent(
   op: () => Promise<unknown>,
   ms: number,
   serverCpu: (() => Promise<number>) | undefined,
+  inFlight: number = IN_FLIGHT,
 ) {
   let calls = 0;
+  const ns: number[] = [];
   const serverBefore = await serverCpu?.();
   const cpu = process.cpuUsage();
   const start = performance.now();
   const end = start + ms;
   const worker = async () => {
     while (performance.now() < end) {
+      const t0 = process.hrtime.bigint();
       await op();
+      ns.push(Number(process.hrtime.bigint() - t0));
       calls++;
     }
   };
-  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  await Promise.all(Array.from({ length: inFlight }, worker));
   const elapsed = performance.now() - start;
   const used = process.cpuUsage(cpu);
   const serverAfter = await serverCpu?.();
@@ -274,6 +282,7 @@ async function concurrent(
     callsPerSec: (calls / elapsed) * 1000,
     cpuUsPerCall: (used.user + used.system) / calls,
     serverUs,
+    ns,
   };
 }
 
@@ -329,11 +338,27 @@ async function measure(engine: Engine, plan: Plan): Promise<EngineResult> {
     string,
     { callsPerSec: number; cpuUsPerCall: number; serverUs: number | undefined }[]
   >(ops.map((op) => [opKey(op), []]));
+  /** Latencies of every call of the slices, by op and calls in flight. */
+  const sweep = new Map<string, number[]>();
+  const swept = (op: Op, inFlight: number) => {
+    const k = `${opKey(op)}@${inFlight}`;
+    if (!sweep.has(k)) sweep.set(k, []);
+    return sweep.get(k)!;
+  };
   const serverCpu = engine.serverCpu?.bind(engine);
   for (let round = 0; round < plan.throughputRounds; round++) {
     for (const op of round % 2 === 0 ? ops : [...ops].reverse()) {
-      const slice = await guard(op, () => concurrent(op.run, plan.sliceMs, serverCpu));
+      const { ns, ...slice } = await guard(op, () => concurrent(op.run, plan.sliceMs, serverCpu));
       rounds.get(opKey(op))!.push(slice);
+      const at64 = swept(op, IN_FLIGHT);
+      for (const v of ns) at64.push(v);
+      for (const inFlight of SWEEP.filter((n) => n !== IN_FLIGHT)) {
+        const other = await guard(op, () =>
+          concurrent(op.run, plan.sliceMs / 2, undefined, inFlight),
+        );
+        const atN = swept(op, inFlight);
+        for (const v of other.ns) atN.push(v);
+      }
     }
     if (engine.clear !== undefined && round + 1 < plan.throughputRounds) {
       // Fresh calls at 64 in flight leave ~10^5 records per round: start each round from the
@@ -371,7 +396,13 @@ async function measure(engine: Engine, plan: Plan): Promise<EngineResult> {
       callsPerSec: Math.round(median(perRound.map((r) => r.callsPerSec))),
       cpuUsAt64: round1(median(perRound.map((r) => r.cpuUsPerCall))),
       rounds: perRound.map((r) => Math.round(r.callsPerSec)),
+      p50UsByInFlight: { '1': round1(p50Us) },
     };
+    for (const inFlight of SWEEP) {
+      const all = [...(sweep.get(`${key}@${inFlight}`) ?? [])].sort((a, b) => a - b);
+      if (all.length > 0)
+        out.p50UsByInFlight[String(inFlight)] = round1(percentile(all, 0.5) / 1000);
+    }
     const server = perRound.flatMap((r) => (r.serverUs === undefined ? [] : [r.serverUs]));
     if (server.length > 0) out.serverUsAt64 = round1(median(server));
     return out;
@@ -461,7 +492,7 @@ function requestsCell(r: ModeResult, engine: EngineResult): string {
  * A markdown table with padded, aligned columns (the layout the repository's formatter keeps).
  * `right` columns are right-aligned (numbers).
  */
-function table(
+export function table(
   columns: readonly (string | [string, 'right'])[],
   rows: readonly string[][],
 ): string {
@@ -611,7 +642,7 @@ function cpuModel(): string {
 }
 
 /** Replace the earlier copy of a `## ` section of RESULTS.md (or add it at the end). */
-function writeSection(file: URL, heading: string, body: string): void {
+export function writeSection(file: URL, heading: string, body: string): void {
   let text = existsSync(file)
     ? readFileSync(file, 'utf8')
     : '# Bench results\n\nWritten by the benches (`pnpm bench`); each bench replaces its own section. Numbers are comparable only within one section (one run, one machine).\n';

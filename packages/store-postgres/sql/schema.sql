@@ -12,7 +12,11 @@ CREATE TABLE IF NOT EXISTS "public"."idempotency_records" (
   outcome text,
   tool_name text,
   scope text,
-  turn_id text
+  turn_id text,
+  waiting boolean NOT NULL DEFAULT false
 );
+
+-- Set by a waiter in another process: complete / release send NOTIFY only then (0.1 tables).
+ALTER TABLE "public"."idempotency_records" ADD COLUMN IF NOT EXISTS waiting boolean NOT NULL DEFAULT false;
 
 CREATE INDEX IF NOT EXISTS "idempotency_records_expires_at_idx" ON "public"."idempotency_records" (expires_at);

@@ -214,6 +214,36 @@ describe.skipIf(!up)('postgres store', () => {
       }
     });
 
+    test('concurrent claims of a finished key share one statement; of a free key they do not', async () => {
+      const db = counting();
+      const store = await freshStore({ notifications: false }, db);
+      try {
+        const key = uniqueKey('coalesce');
+        const owner = claimInput(key);
+        await store.claim(owner);
+        await store.complete({ ...owner, state: 'completed', outcome: '7', ttlMs: 10_000 });
+        db.texts.length = 0;
+        const replays = await Promise.all(
+          Array.from({ length: 30 }, (_, i) =>
+            store.claim(claimInput(key, { fingerprint: i === 3 ? 'other' : 'fp-a' })),
+          ),
+        );
+        expect(db.texts).toHaveLength(1);
+        expect(replays.filter((r) => r.status === 'completed')).toHaveLength(29);
+        expect(replays[3]).toMatchObject({ status: 'drift', record: { outcome: '7' } });
+        db.texts.length = 0;
+        const free = uniqueKey('coalesce-free');
+        const racers = await Promise.all(
+          Array.from({ length: 10 }, () => store.claim(claimInput(free))),
+        );
+        expect(racers.filter((r) => r.status === 'acquired')).toHaveLength(1);
+        expect(racers.filter((r) => r.status === 'in_progress')).toHaveLength(9);
+        expect(db.texts.length).toBeGreaterThanOrEqual(10);
+      } finally {
+        await dropStore(store);
+      }
+    });
+
     test('a row committed after the claim snapshot is reported by a re-run (no empty answer)', async () => {
       const db = counting();
       const store = await freshStore({}, db);
@@ -327,6 +357,37 @@ describe.skipIf(!up)('postgres store', () => {
         await reader.close();
         await dropStore(writer);
         await otherPool.end();
+      }
+    });
+
+    test('NOTIFY only for a row a waiter flagged; ensureSchema adds the flag to an old table', async () => {
+      const writer = await freshStore();
+      const listener = new pg.Client({ connectionString: DATABASE_URL });
+      await listener.connect();
+      const heard: string[] = [];
+      listener.on('notification', (message) => heard.push(message.payload ?? ''));
+      await listener.query(`LISTEN "${writer.names.channel}"`);
+      try {
+        const quiet = claimInput(uniqueKey('quiet'));
+        await writer.claim(quiet);
+        await writer.complete({ ...quiet, state: 'completed', outcome: '1', ttlMs: 10_000 });
+        const waited = claimInput(uniqueKey('waited'));
+        await writer.claim(waited);
+        const waiting = writer.waitForChange!(waited.key, 10_000);
+        await sleep(100);
+        await writer.complete({ ...waited, state: 'completed', outcome: '1', ttlMs: 10_000 });
+        await waiting;
+        await sleep(50);
+        expect(heard).toEqual([waited.key]);
+
+        // A table created by the DDL without the column gets it from ensureSchema.
+        await pool.query(`ALTER TABLE ${writer.names.qualified} DROP COLUMN waiting`);
+        await writer.ensureSchema();
+        const again = claimInput(uniqueKey('again'));
+        expect((await writer.claim(again)).status).toBe('acquired');
+      } finally {
+        await listener.end();
+        await dropStore(writer);
       }
     });
 

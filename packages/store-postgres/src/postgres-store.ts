@@ -99,40 +99,49 @@ function buildStatements(names: ResolvedNames, notify: boolean) {
   const cols = (alias: string) => COLUMNS.map((c) => `${alias}.${c}`).join(', ');
   const clock = `clock AS (SELECT ${NOW_MS} AS ms)`;
   const fence = `r.key = $1 AND r.token = $2 AND r.state = 'in_progress' AND r.expires_at > clock.ms`;
+  // NOTIFY only when a waiter flagged the row: every NOTIFY takes a database-wide lock at
+  // commit, which serialises the commits of every notifying transaction (and their WAL flush).
   const announce = (cte: string, channelParam: string) =>
-    notify ? `SELECT pg_notify(${channelParam}, key) FROM ${cte}` : `SELECT key FROM ${cte}`;
+    notify
+      ? `SELECT key, CASE WHEN waiting THEN pg_notify(${channelParam}, key) END FROM ${cte}`
+      : `SELECT key FROM ${cte}`;
   const sql = {
-    // One statement: insert, or take over an expired row, or report the live one. Under READ
-    // COMMITTED a row committed after the snapshot can block the upsert yet be invisible to the
-    // SELECT: no row comes back and the claim runs again.
+    // One statement: report the live row, or insert, or take over an expired row. The live row
+    // is read first (a plain snapshot read): a replay neither locks it nor writes (no xid, no
+    // WAL). Under READ COMMITTED a row committed after the snapshot can block the upsert yet be
+    // invisible to the read: no row comes back and the claim runs again.
     claim: `WITH ${clock},
+live AS (
+  SELECT ${cols('r')}, false AS acquired, clock.ms AS now FROM ${t} r, clock
+  WHERE r.key = $1 AND r.expires_at > clock.ms
+),
 acquired AS (
   INSERT INTO ${t} AS r (key, state, fingerprint, token, lease_expires_at, expires_at, created_at,
     tool_name, scope, turn_id)
   SELECT $1, 'in_progress', $2, $3, clock.ms + $4::bigint, clock.ms + greatest($4::bigint, $5::bigint),
     clock.ms, $6, $7, $8
-  FROM clock
+  FROM clock WHERE NOT EXISTS (SELECT 1 FROM live)
   ON CONFLICT (key) DO UPDATE SET state = excluded.state, fingerprint = excluded.fingerprint,
     token = excluded.token, lease_expires_at = excluded.lease_expires_at,
     expires_at = excluded.expires_at, created_at = excluded.created_at, completed_at = NULL,
-    outcome = NULL, tool_name = excluded.tool_name, scope = excluded.scope, turn_id = excluded.turn_id
+    outcome = NULL, tool_name = excluded.tool_name, scope = excluded.scope, turn_id = excluded.turn_id,
+    waiting = false
   WHERE r.expires_at <= excluded.created_at
   RETURNING ${cols('r')}, true AS acquired
 )
 SELECT acquired.*, (SELECT ms FROM clock) AS now FROM acquired
 UNION ALL
-SELECT ${cols('r')}, false, clock.ms FROM ${t} r, clock
-WHERE r.key = $1 AND r.expires_at > clock.ms AND NOT EXISTS (SELECT 1 FROM acquired)`,
+SELECT * FROM live`,
     complete: `WITH ${clock},
 done AS (
   UPDATE ${t} r SET state = $3, outcome = $4, completed_at = clock.ms,
     expires_at = clock.ms + $5::bigint
   FROM clock WHERE ${fence}
-  RETURNING r.key
+  RETURNING r.key, r.waiting
 )
 ${announce('done', '$6')}`,
     release: `WITH ${clock},
-gone AS (DELETE FROM ${t} r USING clock WHERE ${fence} RETURNING r.key)
+gone AS (DELETE FROM ${t} r USING clock WHERE ${fence} RETURNING r.key, r.waiting)
 ${announce('gone', '$3')}`,
     renew: `WITH ${clock}
 UPDATE ${t} r SET lease_expires_at = clock.ms + $3::bigint,
@@ -145,6 +154,10 @@ FROM clock
 WHERE ${fence} AND r.lease_expires_at <= clock.ms`,
     get: `WITH ${clock}
 SELECT ${cols('r')} FROM ${t} r, clock WHERE r.key = $1 AND r.expires_at > clock.ms`,
+    // A waiter asks for a NOTIFY (once per record: a flagged row is not written again).
+    flag: `WITH ${clock}
+UPDATE ${t} r SET waiting = true FROM clock
+WHERE r.key = $1 AND r.state = 'in_progress' AND NOT r.waiting AND r.expires_at > clock.ms`,
     peek: `WITH ${clock}
 SELECT r.token, (r.state = 'in_progress' AND r.lease_expires_at > clock.ms) AS running
 FROM ${t} r, clock WHERE r.key = $1 AND r.expires_at > clock.ms`,
@@ -278,6 +291,9 @@ export class PostgresStore implements IdempotencyStore {
   readonly #purgeBatchSize: number;
   readonly #changes: ChangeListener;
   readonly #seen = new Map<string, string>();
+  readonly #checking = new Map<string, Promise<boolean>>();
+  /** The claim statement in flight per key (see `claim`). */
+  readonly #claiming = new Map<string, Promise<Record<string, unknown> | undefined>>();
 
   constructor(pool: PgQueryable, options: PostgresStoreOptions = {}) {
     if (pool == null || typeof (pool as Partial<PgQueryable>).query !== 'function') {
@@ -364,8 +380,27 @@ export class PostgresStore implements IdempotencyStore {
       input.meta?.scope ?? null,
       input.meta?.turnId ?? null,
     ];
+    // A claim of this key already on its way: if it finds a finished row, that is this claim's
+    // answer too (a finished row never changes until it expires or is deleted). Waiters woken
+    // together (a same-key storm) then cost one statement per process, not one each.
+    const pending = this.#claiming.get(input.key);
+    const shared = pending === undefined ? undefined : await pending.catch(() => undefined);
+    if (shared !== undefined && shared.acquired !== true && shared.state !== 'in_progress') {
+      const record = toRecord(shared);
+      return record.fingerprint !== input.fingerprint
+        ? { status: 'drift', record }
+        : { status: 'completed', record };
+    }
     for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
-      const row = (await this.#run('claim', this.#sql.claim, values, input.key)).rows[0];
+      const sent = this.#run('claim', this.#sql.claim, values, input.key).then((r) => r.rows[0]);
+      if (!this.#claiming.has(input.key)) {
+        this.#claiming.set(input.key, sent);
+        const forget = () => {
+          if (this.#claiming.get(input.key) === sent) this.#claiming.delete(input.key);
+        };
+        sent.then(forget, forget);
+      }
+      const row = await sent;
       if (row === undefined) continue;
       const record = toRecord(row);
       if (row.acquired === true) return { status: 'acquired', token: input.token, record };
@@ -541,12 +576,26 @@ GROUP BY clock.ms`;
   /**
    * Whether the record changed since a claim of this store saw it `in_progress` (or, unseen,
    * whether it is finished or stale): the change may have committed before `LISTEN` was active.
+   * First it flags the row (`waiting`), so that a later complete / release sends a `NOTIFY`;
+   * the look runs after the flag committed, so a change that missed the flag is seen by it.
+   * Concurrent waiters of one key (the `LISTEN` is already active for all of them) share it.
    */
-  async #changedSinceClaim(key: string): Promise<boolean> {
-    const row = (await this.#run('waitForChange', this.#sql.peek, [key], key)).rows[0];
-    const seen = this.#seen.get(key);
-    return row === undefined
-      ? seen !== undefined
-      : row.running !== true || (seen !== undefined && row.token !== seen);
+  #changedSinceClaim(key: string): Promise<boolean> {
+    const pending = this.#checking.get(key);
+    if (pending !== undefined) return pending;
+    const check = (async () => {
+      try {
+        await this.#run('waitForChange', this.#sql.flag, [key], key);
+        const row = (await this.#run('waitForChange', this.#sql.peek, [key], key)).rows[0];
+        const seen = this.#seen.get(key);
+        return row === undefined
+          ? seen !== undefined
+          : row.running !== true || (seen !== undefined && row.token !== seen);
+      } finally {
+        this.#checking.delete(key);
+      }
+    })();
+    this.#checking.set(key, check);
+    return check;
   }
 }

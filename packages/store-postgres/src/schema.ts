@@ -119,8 +119,12 @@ ${createSchema}CREATE TABLE IF NOT EXISTS ${qualified} (
   outcome text,
   tool_name text,
   scope text,
-  turn_id text
+  turn_id text,
+  waiting boolean NOT NULL DEFAULT false
 );
+
+-- Set by a waiter in another process: complete / release send NOTIFY only then (0.1 tables).
+ALTER TABLE ${qualified} ADD COLUMN IF NOT EXISTS waiting boolean NOT NULL DEFAULT false;
 
 CREATE INDEX IF NOT EXISTS ${quoteIdent(index)} ON ${qualified} (expires_at);
 `;

@@ -93,7 +93,7 @@ describe.skipIf(!up)('redis store: options', () => {
 });
 
 describe.skipIf(!up)('redis store: layout and round trips', () => {
-  test('a record is a hash at <prefix>{<key>} whose Redis TTL is its expiresAt', async () => {
+  test('a record is one string at <prefix>{<key>} whose Redis TTL is its expiresAt', async () => {
     const store = newStore();
     const key = uniqueKey('layout');
     const owner = claimInput(key);
@@ -102,30 +102,60 @@ describe.skipIf(!up)('redis store: layout and round trips', () => {
       key,
       token: owner.token,
       state: 'completed',
-      outcome: '"ok"',
+      outcome: '"ok"\n\tü',
       ttlMs: 5000,
     });
     const raw = `${store.prefix}{${key}}`;
-    expect(await redis.type(raw)).toBe('hash');
-    const hash = await redis.hgetall(raw);
-    expect(Object.keys(hash).sort()).toEqual(
-      [
-        'completed',
-        'created',
-        'expires',
-        'fingerprint',
-        'lease',
-        'meta',
-        'outcome',
-        'state',
-        'token',
-      ].sort(),
-    );
-    expect(hash.state).toBe('completed');
-    expect(JSON.parse(hash.meta!)).toEqual({ toolName: 'charge', scope: 's', turnId: 't' });
+    expect(await redis.type(raw)).toBe('string');
+    const value = (await redis.get(raw))!;
+    const [header, outcome] = [
+      value.slice(0, value.indexOf('\n')),
+      value.slice(value.indexOf('\n') + 1),
+    ];
+    const [state, lease, expires, created, completed, token, fingerprint, meta] =
+      header.split('\t');
+    expect({ state, token, fingerprint, outcome }).toEqual({
+      state: 'C',
+      token: owner.token,
+      fingerprint: 'fp',
+      outcome: '"ok"\n\tü',
+    });
+    expect(JSON.parse(meta!)).toEqual({ toolName: 'charge', scope: 's', turnId: 't' });
+    expect(Number(lease)).toBeGreaterThanOrEqual(Number(created));
     const pexpiretime = Number(await redis.call('PEXPIRETIME', raw));
-    expect(pexpiretime).toBe(Number(hash.expires));
-    expect(Number(hash.expires) - Number(hash.completed)).toBe(5000);
+    expect(pexpiretime).toBe(Number(expires));
+    expect(Number(expires) - Number(completed)).toBe(5000);
+  });
+
+  test('tokens and fingerprints with tabs, newlines and % round-trip', async () => {
+    const store = newStore();
+    const key = uniqueKey('escape');
+    const awkward = { ...claimInput(key, 'to%09k\ten\n%'), fingerprint: 'f\tp\n%0A' };
+    const acquired = await store.claim(awkward);
+    expect(acquired.status).toBe('acquired');
+    expect(await store.get(key)).toEqual(acquired.record);
+    const second = await store.claim({ ...awkward, token: 'other' });
+    expect(second).toMatchObject({ status: 'in_progress', record: { token: awkward.token } });
+    expect(await store.renew(key, awkward.token, 60_000)).toBe(true);
+    expect(
+      await store.complete({
+        key,
+        token: awkward.token,
+        state: 'failed',
+        outcome: 'x',
+        ttlMs: 1000,
+      }),
+    ).toBe(true);
+    expect(await store.claim({ ...awkward, token: 'third' })).toMatchObject({
+      status: 'completed',
+      record: {
+        state: 'failed',
+        token: awkward.token,
+        fingerprint: awkward.fingerprint,
+        outcome: 'x',
+      },
+    });
+    expect((await store.claim({ ...awkward, fingerprint: 'fp' })).status).toBe('drift');
   });
 
   test('a replay is one round trip, a fresh call two (claim + complete)', async () => {
@@ -152,6 +182,49 @@ describe.skipIf(!up)('redis store: layout and round trips', () => {
       const replay = await idempotency.run(call(turnId), () => ({ id: 'ch_2' }));
       expect(replay).toMatchObject({ replayed: true, value: { id: 'ch_1' } });
       expect(sent).toEqual(['evalsha']);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  test('concurrent claims of a finished key share one round trip; of a free key they do not', async () => {
+    const client = new Redis(url, { maxRetriesPerRequest: 1 });
+    const sent: string[] = [];
+    const send = client.sendCommand.bind(client);
+    client.sendCommand = ((command: Command, stream?: Parameters<typeof send>[1]) => {
+      sent.push(command.name);
+      return send(command, stream);
+    }) as typeof client.sendCommand;
+    try {
+      const store = newStore({}, client);
+      const key = uniqueKey('coalesce');
+      const owner = claimInput(key);
+      await store.claim(owner);
+      await store.complete({
+        key,
+        token: owner.token,
+        state: 'completed',
+        outcome: '7',
+        ttlMs: 5000,
+      });
+      sent.length = 0;
+      const replays = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          store.claim({ ...claimInput(key), fingerprint: i === 7 ? 'other' : 'fp' }),
+        ),
+      );
+      expect(sent).toEqual(['evalsha']);
+      expect(replays.filter((r) => r.status === 'completed')).toHaveLength(49);
+      expect(replays[7]).toMatchObject({ status: 'drift', record: { outcome: '7' } });
+
+      sent.length = 0;
+      const free = uniqueKey('coalesce-free');
+      const racers = await Promise.all(
+        Array.from({ length: 20 }, () => store.claim(claimInput(free))),
+      );
+      expect(racers.filter((r) => r.status === 'acquired')).toHaveLength(1);
+      expect(racers.filter((r) => r.status === 'in_progress')).toHaveLength(19);
+      expect(sent).toHaveLength(20);
     } finally {
       client.disconnect();
     }
@@ -228,7 +301,13 @@ describe.skipIf(!up)('redis store: layout and round trips', () => {
   test('a key holding something else fails with store_unavailable, not a crash', async () => {
     const store = newStore();
     const key = uniqueKey('wrongtype');
-    await redis.set(`${store.prefix}{${key}}`, 'not a hash');
+    await redis.set(`${store.prefix}{${key}}`, 'not a record');
+    await expect(store.claim(claimInput(key))).rejects.toMatchObject({ code: 'store_unavailable' });
+    await redis.set(`${store.prefix}{${key}}`, 'P\tnot a record');
+    await expect(store.claim(claimInput(key))).rejects.toMatchObject({ code: 'store_unavailable' });
+    expect(await redis.get(`${store.prefix}{${key}}`)).toBe('P\tnot a record');
+    await redis.del(`${store.prefix}{${key}}`);
+    await redis.hset(`${store.prefix}{${key}}`, 'state', 'completed');
     await expect(store.claim(claimInput(key))).rejects.toMatchObject({ code: 'store_unavailable' });
   });
 });

@@ -75,49 +75,64 @@ export interface RedisStoreOptions {
   durable?: boolean;
 }
 
-/** Field names and flat `HGETALL` reply to a record. */
-function toRecord(key: string, flat: readonly unknown[]): IdempotencyRecord {
-  const h = new Map<string, string>();
-  for (let i = 0; i + 1 < flat.length; i += 2) h.set(String(flat[i]), String(flat[i + 1]));
-  const state = h.get('state');
-  const fingerprint = h.get('fingerprint');
-  const token = h.get('token');
-  if (
-    (state !== 'in_progress' && state !== 'completed' && state !== 'failed') ||
-    fingerprint === undefined ||
-    token === undefined
-  ) {
-    throw new Error(`the value at ${key} is not a record of this store (state ${String(state)})`);
+/** Escape `%`, tab and newline: a token or fingerprint in the header line of a record. */
+function escapeField(text: string): string {
+  return /[%\t\n]/.test(text)
+    ? text.replace(/[%\t\n]/g, (c) => (c === '%' ? '%25' : c === '\t' ? '%09' : '%0A'))
+    : text;
+}
+
+function unescapeField(text: string): string {
+  return text.includes('%')
+    ? text.replace(/%(25|09|0A)/g, (_, code: string) =>
+        code === '25' ? '%' : code === '09' ? '\t' : '\n',
+      )
+    : text;
+}
+
+const STATES = { P: 'in_progress', C: 'completed', F: 'failed' } as const;
+
+/**
+ * The record in a stored value (see `scripts.ts`): a header line
+ * `S lease expires created completed token fingerprint meta` (tab-separated), then the outcome.
+ * `headerOnly`: the value may be cut after the header (inspection), no outcome is read.
+ */
+function toRecord(key: string, value: unknown, headerOnly = false): IdempotencyRecord {
+  const text = typeof value === 'string' ? value : '';
+  const end = text.indexOf('\n');
+  const fields = (end < 0 ? '' : text.slice(0, end)).split('\t');
+  const state = STATES[fields[0] as keyof typeof STATES];
+  if (state === undefined || fields.length !== 8) {
+    throw new Error(`the value at ${key} is not a record of this store`);
   }
   const record: IdempotencyRecord = {
     key,
     state,
-    fingerprint,
-    token,
-    leaseExpiresAt: Number(h.get('lease')),
-    expiresAt: Number(h.get('expires')),
-    createdAt: Number(h.get('created')),
+    fingerprint: unescapeField(fields[6]!),
+    token: unescapeField(fields[5]!),
+    leaseExpiresAt: Number(fields[1]),
+    expiresAt: Number(fields[2]),
+    createdAt: Number(fields[3]),
   };
-  const completed = h.get('completed');
-  if (completed !== undefined) record.completedAt = Number(completed);
-  const outcome = h.get('outcome');
-  if (outcome !== undefined) record.outcome = outcome;
-  const meta = h.get('meta');
-  if (meta !== undefined) record.meta = JSON.parse(meta) as RecordMeta;
+  if (state !== 'in_progress') {
+    record.completedAt = Number(fields[4]);
+    if (!headerOnly) record.outcome = text.slice(end + 1);
+  }
+  if (fields[7] !== '') record.meta = JSON.parse(fields[7]!) as RecordMeta;
   return record;
 }
 
-/** The fields `list` reads: everything but the outcome (its size comes from `HSTRLEN`). */
-const LIST_FIELDS = [
-  'state',
-  'fingerprint',
-  'token',
-  'lease',
-  'expires',
-  'created',
-  'completed',
-  'meta',
-] as const;
+/** A copy of the meta a claim stores (what reading it back would give). */
+function copyMeta(meta: RecordMeta): RecordMeta {
+  const copy: RecordMeta = {};
+  if (meta.toolName !== undefined) copy.toolName = meta.toolName;
+  if (meta.scope !== undefined) copy.scope = meta.scope;
+  if (meta.turnId !== undefined) copy.turnId = meta.turnId;
+  return copy;
+}
+
+/** Bytes of a value `list` reads: the header fits in them unless the meta is long. */
+const HEADER_BYTES = 1024;
 
 /** Where a listing stands: node index, `SCAN` cursor, keys found but not returned yet. */
 interface ScanPosition {
@@ -172,6 +187,8 @@ export class RedisStore implements IdempotencyStore {
   readonly #mode: 's' | 'c' | '';
   readonly #notifier: Notifier | undefined;
   readonly #ownsSubscriber: boolean;
+  /** The claim in flight per key (see `claim`). */
+  readonly #claiming = new Map<string, Promise<unknown>>();
 
   constructor(redis: RedisClient, options: RedisStoreOptions = {}) {
     if (redis == null || typeof redis.evalsha !== 'function') {
@@ -217,8 +234,8 @@ export class RedisStore implements IdempotencyStore {
         // on a key nobody claimed lasts its timeout; a release just before the subscription
         // costs at most maxWaitMs.
         settled: async (key) => {
-          const state = await this.#redis.hget(this.#recordKey(key), 'state');
-          return state === 'completed' || state === 'failed';
+          const state = await this.#redis.getrange(this.#recordKey(key), 0, 0);
+          return state === 'C' || state === 'F';
         },
       });
       this.#notifier = notifier;
@@ -228,42 +245,90 @@ export class RedisStore implements IdempotencyStore {
   }
 
   async claim(input: ClaimInput): Promise<ClaimResult> {
-    const reply = (await this.#run('claim', input.key, SCRIPTS.claim, false, [
-      input.fingerprint,
-      input.token,
-      input.leaseMs,
-      input.ttlMs,
-      input.meta === undefined ? '' : JSON.stringify(input.meta),
-    ])) as [ClaimResult['status'], unknown[]];
-    const [status, flat] = reply;
-    const record = this.#decode(input.key, flat);
-    return status === 'acquired' ? { status, token: input.token, record } : { status, record };
+    const { key, fingerprint, token, leaseMs, ttlMs, meta } = input;
+    // A claim of this key already on its way: if it finds a finished record, that is this
+    // claim's answer too (a finished record never changes; only its expiry or a deletion ends
+    // it). Waiters woken together (a same-key storm) then cost one round trip per process.
+    const pending = this.#claiming.get(key);
+    const shared = pending === undefined ? undefined : await pending.catch(() => undefined);
+    let reply: unknown;
+    if (typeof shared === 'string') {
+      reply = shared;
+    } else {
+      const sent = this.#run('claim', key, SCRIPTS.claim, false, [
+        escapeField(fingerprint),
+        escapeField(token),
+        leaseMs,
+        ttlMs,
+        meta === undefined ? '' : JSON.stringify(meta),
+      ]);
+      if (!this.#claiming.has(key)) {
+        this.#claiming.set(key, sent);
+        const forget = () => {
+          if (this.#claiming.get(key) === sent) this.#claiming.delete(key);
+        };
+        sent.then(forget, forget);
+      }
+      reply = await sent;
+    }
+    if (typeof reply === 'number') {
+      // Acquired: the script stored exactly this record and replied with its clock only.
+      const record: IdempotencyRecord = {
+        key,
+        state: 'in_progress',
+        fingerprint,
+        token,
+        leaseExpiresAt: reply + leaseMs,
+        expiresAt: reply + Math.max(ttlMs, leaseMs),
+        createdAt: reply,
+      };
+      if (meta !== undefined) record.meta = copyMeta(meta);
+      return { status: 'acquired', token, record };
+    }
+    if (typeof reply === 'string') {
+      // A finished record (its key exists, so it is live).
+      const record = this.#decode(key, reply);
+      return record.fingerprint !== fingerprint
+        ? { status: 'drift', record }
+        : { status: 'completed', record };
+    }
+    const [now, value] = reply as [number, string];
+    const record = this.#decode(key, value);
+    if (record.fingerprint !== fingerprint) return { status: 'drift', record };
+    if (record.state !== 'in_progress') return { status: 'completed', record };
+    return record.leaseExpiresAt <= now
+      ? { status: 'stale', record }
+      : { status: 'in_progress', record };
   }
 
   async complete(input: CompleteInput): Promise<boolean> {
     const { key, token, state, outcome, ttlMs } = input;
-    const args = [token, state, outcome, ttlMs, this.#mode, this.#channel(key)];
+    const args = [escapeField(token), state === 'failed' ? 'F' : 'C', outcome, ttlMs];
+    args.push(this.#mode, this.#channel(key));
     return (await this.#run('complete', key, SCRIPTS.complete, true, args)) === 1;
   }
 
   async release(key: string, token: string): Promise<boolean> {
-    const args = [token, this.#mode, this.#channel(key)];
+    const args = [escapeField(token), this.#mode, this.#channel(key)];
     return (await this.#run('release', key, SCRIPTS.release, true, args)) === 1;
   }
 
   async renew(key: string, token: string, leaseMs: number): Promise<boolean> {
-    return (await this.#run('renew', key, SCRIPTS.renew, false, [token, leaseMs])) === 1;
+    const args = [escapeField(token), leaseMs];
+    return (await this.#run('renew', key, SCRIPTS.renew, false, args)) === 1;
   }
 
   async takeover(input: TakeoverInput): Promise<boolean> {
     const { key, staleToken, token, leaseMs, ttlMs } = input;
-    const args = [staleToken, token, leaseMs, ttlMs];
+    const args = [escapeField(staleToken), escapeField(token), leaseMs, ttlMs];
     return (await this.#run('takeover', key, SCRIPTS.takeover, false, args)) === 1;
   }
 
   async get(key: string): Promise<IdempotencyRecord | undefined> {
-    const flat = (await this.#run('get', key, SCRIPTS.get, false, [])) as unknown[];
-    return flat.length === 0 ? undefined : this.#decode(key, flat);
+    const [now, value] = (await this.#run('get', key, SCRIPTS.get, false, [])) as [number, unknown];
+    if (value === undefined) return undefined;
+    const record = this.#decode(key, value);
+    return record.expiresAt > now ? record : undefined;
   }
 
   /**
@@ -277,7 +342,7 @@ export class RedisStore implements IdempotencyStore {
     const kp = clientKeyPrefix(this.#redis);
     try {
       let removed = 0;
-      for await (const keys of scanKeys(this.#redis, `${kp}${this.prefix}`, 'hash')) {
+      for await (const keys of scanKeys(this.#redis, `${kp}${this.prefix}`, 'string')) {
         const results = await Promise.all(
           keys.map((key) => runScript(this.#redis, SCRIPTS.purge, [key.slice(kp.length)], [])),
         );
@@ -328,7 +393,7 @@ export class RedisStore implements IdempotencyStore {
           'COUNT',
           count,
           'TYPE',
-          'hash',
+          'string',
         );
         position =
           next === '0' ? { n: position.n + 1, c: '0', p: keys } : { ...position, c: next, p: keys };
@@ -354,7 +419,7 @@ export class RedisStore implements IdempotencyStore {
             'COUNT',
             1000,
             'TYPE',
-            'hash',
+            'string',
           );
           cursor = next;
           for (const [, record] of await this.#fetch(keys, now)) {
@@ -405,46 +470,51 @@ export class RedisStore implements IdempotencyStore {
     if (rawKeys.length === 0) return [];
     const kp = clientKeyPrefix(this.#redis);
     const keys = rawKeys.map((raw) => raw.slice(kp.length));
-    let replies: Array<[unknown[], number]>;
+    let replies: Array<[string | null, number]>;
     if (this.#redis.isCluster) {
       replies = await Promise.all(
         keys.map(async (k) => {
-          const [fields, bytes] = await Promise.all([
-            this.#redis.hmget(k, ...LIST_FIELDS),
-            this.#redis.hstrlen(k, 'outcome'),
+          const [head, bytes] = await Promise.all([
+            this.#redis.getrange(k, 0, HEADER_BYTES - 1),
+            this.#redis.strlen(k),
           ]);
-          return [fields, bytes] as [unknown[], number];
+          return [head, bytes] as [string, number];
         }),
       );
     } else {
       const pipeline = this.#redis.pipeline();
-      for (const k of keys) pipeline.hmget(k, ...LIST_FIELDS).hstrlen(k, 'outcome');
+      for (const k of keys) pipeline.getrange(k, 0, HEADER_BYTES - 1).strlen(k);
       const results = (await pipeline.exec()) ?? [];
       replies = [];
       for (let i = 0; i < keys.length; i++) {
-        const fields = results[2 * i];
+        const head = results[2 * i];
         const bytes = results[2 * i + 1];
-        if (fields?.[0] != null) throw fields[0];
+        if (head?.[0] != null) throw head[0];
         if (bytes?.[0] != null) throw bytes[0];
-        replies.push([fields?.[1] as unknown[], Number(bytes?.[1])]);
+        replies.push([head?.[1] as string, Number(bytes?.[1])]);
+      }
+    }
+    // A header longer than HEADER_BYTES (a long meta): read the whole value.
+    for (const [i, [head, bytes]] of replies.entries()) {
+      if (head !== null && bytes > HEADER_BYTES && !head.includes('\n')) {
+        replies[i] = [await this.#redis.get(keys[i]!), bytes];
       }
     }
     return rawKeys.map((raw, i) => {
-      const [values, bytes] = replies[i]!;
+      const [head, bytes] = replies[i]!;
       const key = keys[i]!.slice(this.prefix.length + 1, -1);
-      const flat: unknown[] = [];
-      LIST_FIELDS.forEach((field, j) => {
-        if (values[j] != null) flat.push(field, values[j]);
-      });
       let record: IdempotencyRecord;
       try {
-        record = toRecord(key, flat);
+        record = toRecord(key, head, true);
       } catch {
         return [raw, undefined]; // gone meanwhile, or not a record of this store
       }
       if (!(record.expiresAt > now)) return [raw, undefined];
       const listed: ListedRecord = { ...record, inspectionState: inspectionStateOf(record, now) };
-      if (record.state !== 'in_progress') listed.outcomeBytes = bytes;
+      if (record.state !== 'in_progress') {
+        const header = (head as string).slice(0, (head as string).indexOf('\n') + 1);
+        listed.outcomeBytes = bytes - Buffer.byteLength(header);
+      }
       return [raw, listed];
     });
   }
@@ -487,9 +557,9 @@ export class RedisStore implements IdempotencyStore {
     }
   }
 
-  #decode(key: string, flat: unknown[]): IdempotencyRecord {
+  #decode(key: string, value: unknown): IdempotencyRecord {
     try {
-      return toRecord(key, flat);
+      return toRecord(key, value);
     } catch (cause) {
       throw this.#unavailable('decode', key, cause);
     }

@@ -4,21 +4,37 @@ import type { Cluster, Redis } from 'ioredis';
 /**
  * The Lua scripts of the Redis store: one per operation, each one atomic on the server.
  *
- * A record is a hash under KEYS[1] (`<prefix>{<key>}`): `state`, `fingerprint`, `token`,
- * `lease`, `expires`, `created`, `completed`, `outcome`, `meta` (JSON). Times are milliseconds
- * from the server's `TIME`, so every client agrees on them; the key's own TTL (`PEXPIREAT`) is
- * the record's `expires`, so Redis deletes expired records itself. A hash (not one encoded
- * string) lets `renew`/`takeover` update a few small fields without re-writing a large outcome,
- * needs no JSON parser in Lua, and stays readable with `HGETALL` in `redis-cli`.
+ * A record is ONE string under KEYS[1] (`<prefix>{<key>}`): a header line, then the outcome.
+ *
+ * ```text
+ * <S>\t<lease>\t<expires>\t<created>\t<completed>\t<token>\t<fingerprint>\t<meta>\n<outcome>
+ * ```
+ *
+ * `S` is the state (`P` in progress, `C` completed, `F` failed); times are milliseconds from the
+ * server's `TIME` (`completed` empty while in progress); `token` and `fingerprint` are escaped by
+ * the client (`%`, tab and newline as `%25`, `%09`, `%0A`), `meta` is JSON (never holds a raw tab
+ * or newline) or empty. The key's own TTL (`PXAT`) is the record's `expires`, so Redis deletes
+ * expired records itself, and a key that exists is live (unless its TTL was removed by hand: see
+ * `purge`).
+ *
+ * One string instead of a hash: a replay is `GET` + the value as it is (one bulk string to
+ * decode, no Lua table, no `TIME` for a finished record); a fresh claim is `GET` + `TIME` + one
+ * `SET ... PXAT`, and replies with the server time only (the client builds the record from its
+ * input). Renewing a lease rewrites the value, but an `in_progress` value has no outcome: it is
+ * a short header.
  *
  * `complete` and `release` publish the change: `SPUBLISH KEYS[2]` (sharded pub/sub, the channel
  * has the record's hash tag so it lives on the record's shard), or `PUBLISH ARGV[n]` (classic
  * pub/sub), with the channel name as the payload.
  */
 
-/** Server time in ms; an expired record (even one Redis has not evicted yet) counts as missing. */
+/** Server time in ms. */
 const NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+/** Milliseconds as an integer string (never `1e+15`). */
+const MS = `local function ms(n) return string.format('%.0f', n) end
 `;
 
 /** Publish a change; ARGV[mode], ARGV[mode + 1] are the mode ('s', 'c' or '') and the channel. */
@@ -29,46 +45,40 @@ elseif ARGV[${mode}] == 'c' then
 end
 `;
 
-/** Fence: the record is live, `in_progress` and owned by ARGV[1]. Returns 0 otherwise. */
-const FENCE = `local h = redis.call('HMGET', KEYS[1], 'state', 'token', 'expires', 'lease')
-if h[1] ~= 'in_progress' or h[2] ~= ARGV[1] or tonumber(h[3]) <= now then return 0 end
+/**
+ * Fence: the record is live, `in_progress` and owned by ARGV[1]. Returns 0 otherwise. Leaves
+ * `lease`, `expires`, `created` (strings) and `rest` (fingerprint TAB meta) for the script.
+ */
+const FENCE = `local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local lease, expires, created, token, rest =
+  string.match(v, '^P\\t(%d+)\\t(%d+)\\t(%d+)\\t\\t([^\\t\\n]*)\\t([^\\n]*)\\n')
+if token ~= ARGV[1] or tonumber(expires) <= now then return 0 end
 `;
 
 /**
- * KEYS: record. ARGV: fingerprint, token, leaseMs, ttlMs, meta JSON ('' = none).
- * Returns { status, flat record }.
+ * KEYS: record. ARGV: fingerprint, token (both escaped), leaseMs, ttlMs, meta JSON ('' = none).
+ * Returns the value (a string) when the record is finished: the key exists, so it is live. An
+ * `in_progress` record: { now, value }. Acquired: now (an integer); the new record is
+ * `P now+lease now+max(ttl, lease) now` with the input's fields.
  */
-const CLAIM = `${NOW}local rec = redis.call('HGETALL', KEYS[1])
-if #rec > 0 then
-  local h = {}
-  for i = 1, #rec, 2 do h[rec[i]] = rec[i + 1] end
-  if tonumber(h.expires) > now then
-    local status = 'in_progress'
-    if h.fingerprint ~= ARGV[1] then status = 'drift'
-    elseif h.state ~= 'in_progress' then status = 'completed'
-    elseif tonumber(h.lease) <= now then status = 'stale' end
-    return { status, rec }
-  end
-  redis.call('DEL', KEYS[1])
+const CLAIM = `local v = redis.call('GET', KEYS[1])
+if v and string.byte(v, 1) ~= 80 then return v end
+${NOW}if v then
+  local e = tonumber(string.match(v, '^P\\t%d+\\t(%d+)\\t'))
+  if e == nil or e > now then return { now, v } end
 end
-local lease = tonumber(ARGV[3])
+${MS}local lease = tonumber(ARGV[3])
 local expires = now + math.max(tonumber(ARGV[4]), lease)
-local fields = { 'state', 'in_progress', 'fingerprint', ARGV[1], 'token', ARGV[2],
-  'lease', now + lease, 'expires', expires, 'created', now }
-if ARGV[5] ~= '' then
-  fields[#fields + 1] = 'meta'
-  fields[#fields + 1] = ARGV[5]
-end
-redis.call('HSET', KEYS[1], unpack(fields))
-redis.call('PEXPIREAT', KEYS[1], expires)
-return { 'acquired', fields }
+redis.call('SET', KEYS[1], 'P\\t' .. ms(now + lease) .. '\\t' .. ms(expires) .. '\\t' .. ms(now) ..
+  '\\t\\t' .. ARGV[2] .. '\\t' .. ARGV[1] .. '\\t' .. ARGV[5] .. '\\n', 'PXAT', ms(expires))
+return now
 `;
 
-/** KEYS: record, channel. ARGV: token, state, outcome, ttlMs, notify mode, channel. */
-const COMPLETE = `${NOW}${FENCE}local expires = now + tonumber(ARGV[4])
-redis.call('HSET', KEYS[1], 'state', ARGV[2], 'outcome', ARGV[3], 'completed', now,
-  'expires', expires)
-redis.call('PEXPIREAT', KEYS[1], expires)
+/** KEYS: record, channel. ARGV: token, state letter (C/F), outcome, ttlMs, notify mode, channel. */
+const COMPLETE = `${NOW}${FENCE}${MS}local e = now + tonumber(ARGV[4])
+redis.call('SET', KEYS[1], ARGV[2] .. '\\t' .. lease .. '\\t' .. ms(e) .. '\\t' .. created .. '\\t' ..
+  ms(now) .. '\\t' .. token .. '\\t' .. rest .. '\\n' .. ARGV[3], 'PXAT', ms(e))
 ${notify(5)}return 1
 `;
 
@@ -78,43 +88,41 @@ ${notify(2)}return 1
 `;
 
 /** KEYS: record. ARGV: token, leaseMs. The retention grows to cover the lease if needed. */
-const RENEW = `${NOW}${FENCE}local lease = now + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'lease', lease)
-if tonumber(h[3]) < lease then
-  redis.call('HSET', KEYS[1], 'expires', lease)
-  redis.call('PEXPIREAT', KEYS[1], lease)
-end
+const RENEW = `${NOW}${FENCE}${MS}local l = now + tonumber(ARGV[2])
+local e = math.max(tonumber(expires), l)
+redis.call('SET', KEYS[1], 'P\\t' .. ms(l) .. '\\t' .. ms(e) .. '\\t' .. created .. '\\t\\t' .. token ..
+  '\\t' .. rest .. '\\n', 'PXAT', ms(e))
 return 1
 `;
 
-/** KEYS: record. ARGV: stale token, new token, leaseMs, ttlMs. Only once the lease ran out. */
-const TAKEOVER = `${NOW}${FENCE}if tonumber(h[4]) > now then return 0 end
-local lease = tonumber(ARGV[3])
-local expires = now + math.max(tonumber(ARGV[4]), lease)
-redis.call('HSET', KEYS[1], 'token', ARGV[2], 'lease', now + lease, 'expires', expires)
-redis.call('PEXPIREAT', KEYS[1], expires)
+/** KEYS: record. ARGV: stale token, new token (escaped), leaseMs, ttlMs. Only once the lease ran out. */
+const TAKEOVER = `${NOW}${FENCE}if tonumber(lease) > now then return 0 end
+${MS}local l = tonumber(ARGV[3])
+local e = now + math.max(tonumber(ARGV[4]), l)
+redis.call('SET', KEYS[1], 'P\\t' .. ms(now + l) .. '\\t' .. ms(e) .. '\\t' .. created .. '\\t\\t' ..
+  ARGV[2] .. '\\t' .. rest .. '\\n', 'PXAT', ms(e))
 return 1
 `;
 
-/** KEYS: record. Returns the flat record, or an empty array when missing or expired. */
-const GET = `${NOW}local rec = redis.call('HGETALL', KEYS[1])
-if #rec == 0 then return rec end
-local expires = tonumber(redis.call('HGET', KEYS[1], 'expires'))
-if expires == nil or expires <= now then return {} end
-return rec
+/** KEYS: record. Returns { now, value }, or { now } when there is no value. */
+const GET = `${NOW}local v = redis.call('GET', KEYS[1])
+if not v then return { now } end
+return { now, v }
 `;
 
 /**
  * KEYS: record. Deletes the record when it has expired (only possible when its Redis TTL was
  * removed by hand) and restores a missing TTL. Returns 1 when it deleted.
  */
-const PURGE = `${NOW}local e = tonumber(redis.call('HGET', KEYS[1], 'expires'))
+const PURGE = `${NOW}local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local e = tonumber(string.match(v, '^[PCF]\\t%d+\\t(%d+)\\t'))
 if e == nil then return 0 end
 if e <= now then
   redis.call('DEL', KEYS[1])
   return 1
 end
-if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIREAT', KEYS[1], e) end
+if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', e)) end
 return 0
 `;
 
