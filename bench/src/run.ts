@@ -1,4 +1,5 @@
 import { runCanonicalBench } from './canonical.ts';
+import { runOverheadBench } from './overhead.ts';
 import { runPlot } from './plot.ts';
 import { runScaleBench } from './scale.ts';
 import { runStoresBench } from './stores.ts';
@@ -7,6 +8,7 @@ import { runStormBench } from './storm.ts';
 /** The benches by name: `node src/run.ts [name...]` runs the named ones, no name runs all. */
 const benches: Record<string, () => unknown> = {
   canonical: runCanonicalBench,
+  overhead: runOverheadBench,
   stores: runStoresBench,
   storm: runStormBench,
   scale: runScaleBench,

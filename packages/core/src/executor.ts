@@ -294,6 +294,9 @@ interface ResolvedPolicy<Args, Result> {
   onStoreUnavailable: 'fail-closed' | 'fail-open';
 }
 
+/** The policy of a call that gives none. */
+const NO_POLICY: object = Object.freeze({});
+
 function resolvePolicy<Args, Result>(
   defaults: Omit<ToolPolicy, 'businessKey' | 'reconcile'>,
   policy: ToolPolicy<Args, Result>,
@@ -426,8 +429,6 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
   checkBytes('maxResultBytes', maxResultBytes);
   const codec = createOutcomeCodec(encryption);
   const hash = keyHasher(argsHmacKey);
-  // Validate the defaults once, so a bad option fails at creation.
-  resolvePolicy(defaults, {});
 
   /** In-process wake-ups: waiters of this executor are woken when a call of it settles a key. */
   const localWaiters = new Map<string, Set<() => void>>();
@@ -456,6 +457,31 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
       }, timeoutMs);
       waiters.add(done);
     });
+
+  /**
+   * Policies are validated once per policy object (adapters pass the same object for every call
+   * of a tool); a policy object changed after its first use keeps its first reading.
+   */
+  // Also validates the defaults, so a bad option fails at creation.
+  const defaultPolicy = resolvePolicy<unknown, unknown>(defaults, {});
+  const resolvedPolicies = new WeakMap<object, ResolvedPolicy<unknown, unknown>>();
+  function policyFor<Args, Result>(
+    toolPolicy: ToolPolicy<Args, Result>,
+  ): ResolvedPolicy<Args, Result> {
+    if ((toolPolicy as object) === NO_POLICY) return defaultPolicy as ResolvedPolicy<Args, Result>;
+    if (toolPolicy === null || typeof toolPolicy !== 'object') {
+      throw new InvalidInputError({
+        field: 'policy',
+        message: 'A tool policy is an object, e.g. { ttl: 3600000 }.',
+      });
+    }
+    let resolved = resolvedPolicies.get(toolPolicy) as ResolvedPolicy<Args, Result> | undefined;
+    if (resolved === undefined) {
+      resolved = resolvePolicy(defaults, toolPolicy);
+      resolvedPolicies.set(toolPolicy, resolved as ResolvedPolicy<unknown, unknown>);
+    }
+    return resolved;
+  }
 
   function emit(event: IdempotencyEvent): void {
     if (onEvent === undefined) return;
@@ -507,7 +533,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
   async function run<Args, Result>(
     call: Call<Args>,
     fn: ToolFunction<Args, Result>,
-    toolPolicy: ToolPolicy<Args, Result> = {},
+    toolPolicy: ToolPolicy<Args, Result> = NO_POLICY as ToolPolicy<Args, Result>,
   ): Promise<IdempotentResult<Result>> {
     if (typeof fn !== 'function') {
       throw new InvalidInputError({
@@ -515,7 +541,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         message: 'The tool function must be a function.',
       });
     }
-    const policy = resolvePolicy(defaults, toolPolicy);
+    const policy = policyFor(toolPolicy);
     const { key, fingerprint, argsBytes } = derive(call, policy);
     const startedAt = Date.now();
     let waitedMs = 0;
@@ -525,6 +551,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     const finish = (outcome: CallOutcome, errorCode?: string, resultBytes?: number) => {
       if (finished) return;
       finished = true;
+      if (onEvent === undefined) return;
       const endedAt = Date.now();
       const event: IdempotencyEvent = {
         key,
