@@ -25,6 +25,7 @@ export * from './model-output.js';
 export * from './replay-rate-monitor.js';
 export * from './sinks.js';
 export type * from './store.js';
+export * from './store-text.js';
 export {
   currentExecutionContext,
   type IdempotentFetchOptions,

@@ -47,8 +47,8 @@ export const DURATION_BUCKETS = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
 ];
 
-/** Outcomes that end the call with an error (span status ERROR). */
-const SUCCESS = new Set(['executed', 'replayed', 'waited', 'reconciled']);
+/** Outcomes that end the call without an error (span status OK); the others are ERROR. An unguarded call (fail-open) ran: OK, with its outcome attribute. */
+const SUCCESS = new Set(['executed', 'replayed', 'waited', 'reconciled', 'unguarded']);
 
 export interface OtelSinkOptions {
   /**

@@ -4,6 +4,7 @@ import {
   type CompleteInput,
   checkListFilter,
   checkStatsFilter,
+  checkStoreText,
   countRecord,
   decodeCursor,
   emptyStats,
@@ -246,6 +247,10 @@ export class RedisStore implements IdempotencyStore {
 
   async claim(input: ClaimInput): Promise<ClaimResult> {
     const { key, fingerprint, token, leaseMs, ttlMs, meta } = input;
+    checkStoreText('key', key);
+    checkStoreText('meta.toolName', meta?.toolName);
+    checkStoreText('meta.scope', meta?.scope);
+    checkStoreText('meta.turnId', meta?.turnId);
     // A claim of this key already on its way: if it finds a finished record, that is this
     // claim's answer too (a finished record never changes; only its expiry or a deletion ends
     // it). Waiters woken together (a same-key storm) then cost one round trip per process.
@@ -303,6 +308,7 @@ export class RedisStore implements IdempotencyStore {
 
   async complete(input: CompleteInput): Promise<boolean> {
     const { key, token, state, outcome, ttlMs } = input;
+    checkStoreText('outcome', outcome);
     const args = [escapeField(token), state === 'failed' ? 'F' : 'C', outcome, ttlMs];
     args.push(this.#mode, this.#channel(key));
     return (await this.#run('complete', key, SCRIPTS.complete, true, args)) === 1;

@@ -6,6 +6,7 @@ import {
   type CompleteInput,
   checkListFilter,
   checkStatsFilter,
+  checkStoreText,
   decodeCursor,
   encodeCursor,
   IdempotencyError,
@@ -303,6 +304,10 @@ export class SqliteStore implements IdempotencyStore {
   }
 
   async claim(input: ClaimInput): Promise<ClaimResult> {
+    checkStoreText('key', input.key);
+    checkStoreText('meta.toolName', input.meta?.toolName);
+    checkStoreText('meta.scope', input.meta?.scope);
+    checkStoreText('meta.turnId', input.meta?.turnId);
     return this.#engine('claim', () => {
       const { select, insert } = this.#prepared();
       // Read first: a replay or a wait takes no write lock. Only a miss writes, with an upsert
@@ -339,6 +344,7 @@ export class SqliteStore implements IdempotencyStore {
   }
 
   async complete(input: CompleteInput): Promise<boolean> {
+    checkStoreText('outcome', input.outcome);
     return this.#engine('complete', () => {
       const now = this.#now();
       const { changes } = this.#prepared().complete.run(

@@ -1259,6 +1259,42 @@ export function runStoreConformance<S extends IdempotencyStore>(
     });
 
     describe('keys', () => {
+      define(
+        'malformed text (a lone surrogate) in meta or outcome: refused with InvalidInputError, or kept byte-exact',
+        async ({ store }) => {
+          const refusedOrKept = async <T>(
+            op: () => Promise<T>,
+            check: (value: T) => Promise<void>,
+          ) => {
+            let value: T;
+            try {
+              value = await op();
+            } catch (error) {
+              expect(InvalidInputError.isInstance(error)).toBe(true);
+              return;
+            }
+            await check(value);
+          };
+          const metaInput = claimInput(key(), { meta: { toolName: 't', turnId: 'a\ud800b' } });
+          await refusedOrKept(
+            () => store.claim(metaInput),
+            async () => expect((await mustGet(store, metaInput.key)).meta?.turnId).toBe('a\ud800b'),
+          );
+          const input = claimInput(key());
+          await acquire(store, input);
+          await refusedOrKept(
+            () =>
+              store.complete({
+                key: input.key,
+                token: input.token,
+                state: 'completed',
+                outcome: '"\udc00"',
+                ttlMs: LONG_TTL,
+              }),
+            async () => expect((await mustGet(store, input.key)).outcome).toBe('"\udc00"'),
+          );
+        },
+      );
       define('keys with awkward characters are independent records', async ({ store }) => {
         const base = key();
         const long = `${base}-`.padEnd(127, 'x');
