@@ -20,7 +20,7 @@ import {
 } from './errors/index.js';
 import type { CallOutcome, EventHandler, IdempotencyEvent } from './events.js';
 import { createVendorCall, type VendorCallFunction, type VendorCallPolicy } from './ledger.js';
-import type { ClaimResult, IdempotencyRecord, IdempotencyStore } from './store.js';
+import type { ClaimInput, ClaimResult, IdempotencyRecord, IdempotencyStore } from './store.js';
 import { withExecutionContext } from './vendor.js';
 
 const HOUR = 60 * 60 * 1000;
@@ -354,14 +354,35 @@ function describeError(error: unknown): { name: string; message: string; code?: 
   return { name: 'Error', message: String(error) };
 }
 
-/** The JSON of a stored outcome: opened (decrypted and authenticated) and parsed. */
+/** An opened outcome, with what it was opened from (a record object could be changed later). */
+interface OpenedOutcome {
+  key: string;
+  state: 'completed' | 'failed';
+  sealed: string;
+  json: string;
+}
+
+/**
+ * The JSON of a stored outcome: opened (decrypted and authenticated) and parsed. `opened` keeps
+ * the opened JSON per record object: waiters woken together share one record, which is opened
+ * once; it is parsed per caller, so each caller gets its own value.
+ */
 function decode(
   codec: OutcomeCodec,
+  opened: WeakMap<IdempotencyRecord, OpenedOutcome>,
   key: string,
   record: IdempotencyRecord,
 ): { stored: StoredOutcome; json: string } {
   const state = record.state === 'failed' ? 'failed' : 'completed';
-  const json = codec.open(key, state, record.outcome ?? '{}');
+  const sealed = record.outcome ?? '{}';
+  let json: string;
+  const hit = opened.get(record);
+  if (hit !== undefined && hit.key === key && hit.state === state && hit.sealed === sealed) {
+    json = hit.json;
+  } else {
+    json = codec.open(key, state, sealed);
+    opened.set(record, { key, state, sealed, json });
+  }
   let stored: unknown;
   let cause: unknown;
   try {
@@ -429,6 +450,38 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
   checkBytes('maxResultBytes', maxResultBytes);
   const codec = createOutcomeCodec(encryption);
   const hash = keyHasher(argsHmacKey);
+  /** Outcomes opened by this executor, per record object (see `decode`). */
+  const openedOutcomes = new WeakMap<IdempotencyRecord, OpenedOutcome>();
+
+  /**
+   * Re-claims after a wait, shared per key: the waiters of this executor woken together send one
+   * claim. A waiter reuses the shared answer only when it is a finished record (completed or
+   * failed): its own fingerprint decides replay or drift. Any other answer (acquired by the one
+   * that sent it, in progress, stale), or a failed claim, and it sends its own.
+   */
+  const reclaims = new Map<string, Promise<ClaimResult>>();
+  const reclaim = (input: ClaimInput): Promise<ClaimResult> => {
+    const pending = reclaims.get(input.key);
+    if (pending !== undefined) {
+      return pending.then(
+        (shared): Promise<ClaimResult> | ClaimResult =>
+          shared.status === 'completed' ||
+          (shared.status === 'drift' && shared.record.state !== 'in_progress')
+            ? shared.record.fingerprint === input.fingerprint
+              ? { status: 'completed', record: shared.record }
+              : { status: 'drift', record: shared.record }
+            : store.claim(input),
+        () => store.claim(input),
+      );
+    }
+    const sent = store.claim(input);
+    reclaims.set(input.key, sent);
+    const forget = () => {
+      if (reclaims.get(input.key) === sent) reclaims.delete(input.key);
+    };
+    sent.then(forget, forget);
+    return sent;
+  };
 
   /** In-process wake-ups: waiters of this executor are woken when a call of it settles a key. */
   const localWaiters = new Map<string, Set<() => void>>();
@@ -597,7 +650,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     const replay = (record: IdempotencyRecord): IdempotentResult<Result> => {
       let decoded: { stored: StoredOutcome; json: string };
       try {
-        decoded = decode(codec, key, record);
+        decoded = decode(codec, openedOutcomes, key, record);
       } catch (error) {
         if (RecordIntegrityError.isInstance(error)) return fail('integrity-failed', error);
         throw error;
@@ -872,21 +925,24 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     const deadline = startedAt + policy.waitTimeout;
     let pollMs = 2;
     let firstClaim = true;
+    /** The next claim follows a wait: it may share the re-claim of waiters woken with it. */
+    let afterWait = false;
     try {
       for (;;) {
         const token = randomUUID();
         let claim: ClaimResult;
         try {
-          claim = await storeCall('claim', () =>
-            store.claim({
-              key,
-              fingerprint,
-              token,
-              leaseMs: policy.lease,
-              ttlMs: policy.ttl,
-              meta,
-            }),
-          );
+          const input: ClaimInput = {
+            key,
+            fingerprint,
+            token,
+            leaseMs: policy.lease,
+            ttlMs: policy.ttl,
+            meta,
+          };
+          const shared = afterWait;
+          afterWait = false;
+          claim = await storeCall('claim', () => (shared ? reclaim(input) : store.claim(input)));
         } catch (error) {
           // Only the first look-up, and only an unreachable store: after it, a record may exist
           // (a running duplicate, a stale attempt) and running unguarded could repeat an effect.
@@ -952,6 +1008,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
             await Promise.race(waits);
             pollMs = Math.min(pollMs * 2, 100);
             waitedMs = Date.now() - startedAt;
+            afterWait = true;
             continue;
           }
         }
