@@ -215,8 +215,9 @@ describe('concurrent duplicates', () => {
     };
     const [a, b] = await Promise.all([idempotency.run(call(), fn), idempotency.run(call(), fn)]);
     expect([a.outcome, b.outcome]).toEqual(['executed', 'waited']);
-    // One claim for the holder, two for the waiter (before and after its wake-up).
-    expect(claim).toHaveBeenCalledTimes(3);
+    // One claim for the holder; the waiter's first one, one after its capped first wait
+    // (FIRST_WAIT_MS), and one after the holder's wake-up: no polling while the holder runs.
+    expect(claim).toHaveBeenCalledTimes(4);
   });
 
   test("onInProgress: 'reject' fails at once with InProgressError", async () => {
@@ -302,6 +303,56 @@ describe('tool errors', () => {
     await expect(idempotency.run(call(), fn)).rejects.toSatisfy(ReplayedFailureError.isInstance);
     expect(fn).toHaveBeenCalledTimes(1);
     expect(events[0]?.outcome).toBe('persist-failed');
+  });
+});
+
+describe('review fixes', () => {
+  test('an isTerminalError that throws counts as "retryable": the claim is released, the retry runs', async () => {
+    const { idempotency, store } = setup({
+      isTerminalError: (e) => (e as { response: { status: number } }).response.status === 400,
+    });
+    const fn = vi.fn().mockRejectedValueOnce(new Error('network blip')).mockResolvedValueOnce('ok');
+    await expect(idempotency.run(call(), fn)).rejects.toThrow('network blip');
+    expect(await store.get(idempotency.keyOf(call()).key)).toBeUndefined();
+    expect((await idempotency.run(call(), fn)).value).toBe('ok');
+  });
+
+  test('ttl <= lease: a holder that dies leaves a stale record, not one that expired with its lease', async () => {
+    const inner = createMemoryStore();
+    // The holder's renewals never reach the store (as if its process hung, then died).
+    const holder = createIdempotency({
+      store: faultyStore(inner, { renew: 'throw' }),
+      lease: 50,
+      ttl: 50,
+    });
+    let signal: AbortSignal | undefined;
+    let finish!: () => void;
+    const running = holder.run(call(), (_a, ctx) => {
+      signal = ctx.signal;
+      return new Promise<string>((resolve) => (finish = () => resolve('late')));
+    });
+    await sleep(75);
+    // Its lease ran out (no renewal got through for a whole lease): the tool is told to stop.
+    expect(signal?.aborted).toBe(true);
+    const retry = createIdempotency({ store: inner, lease: 50, ttl: 50 });
+    const fn = vi.fn(async () => 'again');
+    await expect(retry.run(call(), fn)).rejects.toSatisfy(OutcomeUnknownError.isInstance);
+    expect(fn).not.toHaveBeenCalled();
+    finish();
+    await running.catch(() => undefined);
+  });
+
+  test('keyOf and wrap give typed errors for bad input', () => {
+    const { idempotency } = setup();
+    expect(() => idempotency.keyOf(call(), null as never)).toThrow(
+      expect.objectContaining({ field: 'policy' }),
+    );
+    expect(() => idempotency.keyOf(call(), { businessKey: 'email' as never })).toThrow(
+      expect.objectContaining({ field: 'businessKey' }),
+    );
+    expect(() => idempotency.wrap('t', async () => 1)({}, undefined as never)).toThrow(
+      expect.objectContaining({ field: 'call' }),
+    );
   });
 });
 

@@ -294,6 +294,9 @@ interface ResolvedPolicy<Args, Result> {
   onStoreUnavailable: 'fail-closed' | 'fail-open';
 }
 
+/** Longest first wait for a running duplicate on a store that pushes changes, in ms. */
+const FIRST_WAIT_MS = 50;
+
 /** The policy of a call that gives none. */
 const NO_POLICY: object = Object.freeze({});
 
@@ -549,6 +552,18 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     call: Call<Args>,
     policy: { businessKey?: ToolPolicy<Args>['businessKey'] | undefined } = {},
   ): DerivedKey {
+    if (policy === null || typeof policy !== 'object') {
+      throw new InvalidInputError({
+        field: 'policy',
+        message: 'keyOf takes (call, policy?) where policy is an object such as { businessKey }.',
+      });
+    }
+    if (policy.businessKey !== undefined && typeof policy.businessKey !== 'function') {
+      throw new InvalidInputError({
+        field: 'businessKey',
+        message: 'businessKey must be a function of the args, e.g. (args) => args.email.',
+      });
+    }
     const { key, fingerprint } = derive(call, policy);
     return { key, fingerprint };
   }
@@ -596,6 +611,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     }
     const policy = policyFor(toolPolicy);
     const { key, fingerprint, argsBytes } = derive(call, policy);
+    // An in-progress record is kept a whole ttl past its first lease, so that a holder that dies
+    // leaves a stale record for the next retry to find (never one that expired with its lease,
+    // which would let the retry run the effect again blindly).
+    const claimTtl = policy.ttl + policy.lease;
     const startedAt = Date.now();
     let waitedMs = 0;
     let finished = false;
@@ -678,35 +697,36 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
 
     const execute = async (token: string): Promise<IdempotentResult<Result>> => {
       const controller = new AbortController();
-      let renewing = true;
-      const renewEvery = Math.max(1, Math.floor(policy.lease / 3));
-      let renewTimer: NodeJS.Timeout | undefined;
-      const scheduleRenew = () => {
-        renewTimer = setTimeout(async () => {
-          try {
-            const owned = await store.renew(key, token, policy.lease);
-            if (!owned) {
-              renewing = false;
-              controller.abort(
-                new PersistFailedError({
-                  key,
-                  reason: 'lease_lost',
-                  message: `Another attempt took over ${key} while this one ran.`,
-                }),
-              );
-            }
-          } catch {
-            // The store is unreachable: keep trying while the tool runs.
+      const loseLease = (message: string) =>
+        controller.abort(new PersistFailedError({ key, reason: 'lease_lost', message }));
+      // Renew every lease/3 without waiting for the previous renewal (one that hangs must not
+      // stop the others). The tool is told (its signal aborts) when the store says another
+      // attempt owns the record, and also when no renewal got through for a whole lease: the
+      // record may then be stale and taken over, so its side effects should stop.
+      let lastRenewed = Date.now();
+      const renewTimer = setInterval(
+        () => {
+          if (controller.signal.aborted) return;
+          if (Date.now() - lastRenewed > policy.lease) {
+            loseLease(
+              `No lease renewal of ${key} reached the store for ${policy.lease} ms: another attempt may take the call over. Stop side effects.`,
+            );
+            return;
           }
-          if (renewing) scheduleRenew();
-        }, renewEvery);
-        renewTimer.unref?.();
-      };
-      scheduleRenew();
-      const stopRenew = () => {
-        renewing = false;
-        clearTimeout(renewTimer);
-      };
+          store.renew(key, token, policy.lease).then(
+            (owned) => {
+              if (owned) lastRenewed = Date.now();
+              else loseLease(`Another attempt took over ${key} while this one ran.`);
+            },
+            () => {
+              // The store is unreachable: the next tick tries again (until a lease has passed).
+            },
+          );
+        },
+        Math.max(1, Math.floor(policy.lease / 3)),
+      );
+      renewTimer.unref?.();
+      const stopRenew = () => clearInterval(renewTimer);
 
       let value: Result;
       try {
@@ -722,7 +742,13 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         value = await withExecutionContext(context, () => fn(call.args, context));
       } catch (error) {
         stopRenew();
-        if (policy.isTerminalError?.(error) === true) {
+        let terminal = false;
+        try {
+          terminal = policy.isTerminalError?.(error) === true;
+        } catch {
+          // A predicate that throws decides nothing: the error counts as retryable.
+        }
+        if (terminal) {
           const e = describeError(error);
           let json = JSON.stringify({ e } satisfies StoredOutcome);
           if (Buffer.byteLength(json) > maxResultBytes) {
@@ -882,7 +908,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
           staleToken: record.token,
           token,
           leaseMs: policy.lease,
-          ttlMs: policy.ttl,
+          ttlMs: claimTtl,
         }),
       );
       if (!taken) return 'retry';
@@ -937,7 +963,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
             fingerprint,
             token,
             leaseMs: policy.lease,
-            ttlMs: policy.ttl,
+            ttlMs: claimTtl,
             meta,
           };
           const shared = afterWait;
@@ -996,12 +1022,14 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
             // the holder's lease runs out (a holder that died sends nothing), at the latest once
             // per lease of ours; the store's clock decides staleness, so an expiry that the local
             // clock already sees as past falls back to the adaptive poll.
+            // The first wait is capped: a change between the claim's answer and the waiters'
+            // registration is pushed to nobody, and would otherwise cost a whole lease.
             const untilStale = claim.record.leaseExpiresAt - now + 1;
             const poll = !store.capabilities.notifiesChanges
               ? pollMs
               : untilStale <= 0
                 ? pollMs
-                : Math.min(untilStale, policy.lease);
+                : Math.min(untilStale, policy.lease, waitedMs > 0 ? policy.lease : FIRST_WAIT_MS);
             const timeout = Math.max(1, Math.min(deadline - now, poll));
             const waits = [waitLocal(key, timeout)];
             if (store.waitForChange !== undefined) waits.push(store.waitForChange(key, timeout));
@@ -1035,8 +1063,15 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     store,
     run,
     keyOf,
-    wrap: (toolName, fn, policy) => (args, call) =>
-      run({ toolName, turnId: call.turnId, scope: call.scope, args }, fn, policy),
+    wrap: (toolName, fn, policy) => (args, call) => {
+      if (call === null || typeof call !== 'object') {
+        throw new InvalidInputError({
+          field: 'call',
+          message: `Call the wrapped ${String(toolName)} as fn(args, { turnId, scope? }).`,
+        });
+      }
+      return run({ toolName, turnId: call.turnId, scope: call.scope, args }, fn, policy);
+    },
     vendorCall: createVendorCall(run),
   };
 }
