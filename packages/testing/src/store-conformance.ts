@@ -967,7 +967,7 @@ export function runStoreConformance<S extends IdempotencyStore>(
         async ({ store, clock }) => {
           const base = key();
           const owners = Array.from({ length: Math.min(concurrency, 20) }, (_, i) =>
-            claimInput(`${base}-${i}`, { leaseMs: LEASE, ttlMs: TTL }),
+            claimInput(`${base}-${i}`, { leaseMs: LEASE, ttlMs: LONG_TTL }),
           );
           for (const input of owners) await acquire(store, input);
           await clock.advance(ms(150));
