@@ -120,6 +120,14 @@ export interface ToolPolicy<Args = unknown, Result = unknown> {
   /** Errors for which this returns true are stored and replayed (not retried). @default () => false */
   isTerminalError?: (error: unknown) => boolean;
   /**
+   * The tool threw an error that is not terminal: `'release'` the claim so a retry runs the tool
+   * again (the error came before any effect), or `'keep'` the attempt unfinished and stale at once
+   * (the error may have come after the effect, e.g. a timeout after the request was sent), so a
+   * retry goes to `reconcile`, else to `OutcomeUnknownError`, never to a blind re-run.
+   * @default 'release' ('keep' for `vendorCall`)
+   */
+  onToolError?: 'release' | 'keep';
+  /**
    * The store fails (it is down) on the call's first look-up, before anything ran:
    * `'fail-closed'` fails the call with `StoreUnavailableError` and the tool does not run;
    * `'fail-open'` runs the tool **unguarded** (no record, no replay: a retry runs it again) and
@@ -291,6 +299,7 @@ interface ResolvedPolicy<Args, Result> {
   businessKey: ((args: Args, call: Call<Args>) => unknown) | undefined;
   reconcile: ((context: ReconcileContext<Args>) => Promise<Reconciliation<Result>>) | undefined;
   isTerminalError: ((error: unknown) => boolean) | undefined;
+  onToolError: 'release' | 'keep';
   onStoreUnavailable: 'fail-closed' | 'fail-open';
 }
 
@@ -336,6 +345,11 @@ function resolvePolicy<Args, Result>(
     businessKey: fn('businessKey', policy.businessKey),
     reconcile: fn('reconcile', policy.reconcile),
     isTerminalError: fn('isTerminalError', policy.isTerminalError ?? defaults.isTerminalError),
+    onToolError: checkChoice(
+      'onToolError',
+      policy.onToolError ?? defaults.onToolError ?? 'release',
+      ['release', 'keep'],
+    ),
     onStoreUnavailable: checkChoice(
       'onStoreUnavailable',
       policy.onStoreUnavailable ?? defaults.onStoreUnavailable ?? DEFAULTS.onStoreUnavailable,
@@ -762,6 +776,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
           await store
             .complete({ key, token, state: 'failed', outcome, ttlMs: policy.ttl })
             .catch(() => false);
+        } else if (policy.onToolError === 'keep') {
+          // The effect may have happened: leave the attempt unfinished, its lease run out now, so
+          // the next retry finds it stale (reconcile, else outcome-unknown) without waiting.
+          await store.renew(key, token, 1).catch(() => false);
         } else {
           // Retryable: free the key so a retry may run. If this fails the record goes stale,
           // which is the safe side (a retry meets outcome-unknown, never a blind re-run).

@@ -147,6 +147,80 @@ describe('vendorCall: the ledger for vendors without idempotency', () => {
     ]);
   });
 
+  test('the vendor request threw after reaching the vendor: the row is kept, the retry reconciles, no second transfer', async () => {
+    const { idempotency, vendor, byReference, events } = setup();
+    let timeoutOnce = true;
+    const tool = async (args: { amount: number }, ctx: ExecutionContext) => {
+      const { value } = await idempotency.vendorCall(
+        ctx,
+        'bank.transfer',
+        (v) => {
+          const transfer = vendor.transfer(args.amount, v.key); // the bank did it...
+          if (timeoutOnce) {
+            timeoutOnce = false;
+            throw new Error('ETIMEDOUT'); // ...but the reply was lost
+          }
+          return transfer;
+        },
+        { reconcile: byReference },
+      );
+      return value.id;
+    };
+    await expect(idempotency.run(call(), tool)).rejects.toThrow('ETIMEDOUT');
+    const r = await idempotency.run(call(), tool);
+    expect(r.value).toBe('tr_1');
+    expect(vendor.transfers).toHaveLength(1);
+    expect(events.map((e) => `${e.toolName}:${e.outcome}`)).toContain('bank.transfer:reconciled');
+  });
+
+  test("without reconcile, a vendor request that threw is outcome-unknown, never re-sent; onToolError: 'release' opts out", async () => {
+    const { idempotency, vendor } = setup();
+    const failing =
+      (policy: VendorCallPolicy<Transfer>) =>
+      async (args: { amount: number }, ctx: ExecutionContext) => {
+        const { value } = await idempotency.vendorCall(
+          ctx,
+          'bank.transfer',
+          (v) => {
+            if (vendor.transfers.length === 0) {
+              vendor.transfer(args.amount, v.key);
+              throw new Error('ETIMEDOUT');
+            }
+            return vendor.transfer(args.amount, v.key);
+          },
+          policy,
+        );
+        return value.id;
+      };
+    await expect(idempotency.run(call(), failing({}))).rejects.toThrow('ETIMEDOUT');
+    await expect(idempotency.run(call(), failing({}))).rejects.toSatisfy(
+      OutcomeUnknownError.isInstance,
+    );
+    expect(vendor.transfers).toHaveLength(1);
+    // Declared safe to repeat (the error comes before the request leaves): released, retried.
+    let refuseOnce = true;
+    const early = async (args: { amount: number }, ctx: ExecutionContext) => {
+      const { value } = await idempotency.vendorCall(
+        ctx,
+        'bank.transfer',
+        (v) => {
+          if (refuseOnce) {
+            refuseOnce = false;
+            throw new Error('ECONNREFUSED'); // nothing was sent
+          }
+          return vendor.transfer(args.amount, v.key);
+        },
+        { onToolError: 'release' },
+      );
+      return value.id;
+    };
+    await expect(idempotency.run(call(20, 'turn-2'), early)).rejects.toThrow('ECONNREFUSED');
+    await expect(idempotency.run(call(20, 'turn-2'), early)).resolves.toMatchObject({
+      value: 'tr_2',
+    });
+    expect(vendor.transfers).toHaveLength(2);
+  });
+
   test('stale -> reconcile finds the effect at the vendor and adopts it', async () => {
     const { idempotency, store, vendor, payout } = setup({
       onStale: 'reexecute',

@@ -21,9 +21,10 @@ export type VendorCallArgs = Record<string, never>;
 
 /**
  * Policy of one ledger call: the executor's per-tool policy (`reconcile`, `onStale`, `lease`,
- * `ttl`, `waitTimeout`, `onInProgress`, `isTerminalError`) without `businessKey` and `onDrift`,
- * which the ledger sets. `onStale` defaults to `'outcome-unknown'` here whatever the executor's
- * default is: a vendor without idempotency must not be called twice blindly.
+ * `ttl`, `waitTimeout`, `onInProgress`, `isTerminalError`, `onToolError`) without `businessKey`
+ * and `onDrift`, which the ledger sets. `onStale` defaults to `'outcome-unknown'` and
+ * `onToolError` to `'keep'` here whatever the executor's defaults are: a vendor without
+ * idempotency must not be called twice blindly, and a request that threw may have reached it.
  */
 export type VendorCallPolicy<Result> = Omit<
   ToolPolicy<VendorCallArgs, Result>,
@@ -65,6 +66,8 @@ export function createVendorCall(run: Idempotency['run']) {
     return run({ toolName: label, turnId: parent.turnId, scope: parent.scope, args: {} }, call, {
       ...policy,
       onStale: policy.onStale ?? 'outcome-unknown',
+      // A vendor request that threw may still have reached the vendor: keep the pending row.
+      onToolError: policy.onToolError ?? 'keep',
       // Declared for this vendor call, never inherited from the executor's defaults.
       vendorDedupes: policy.vendorDedupes ?? false,
       onStoreUnavailable: policy.onStoreUnavailable ?? 'fail-closed',
