@@ -686,7 +686,12 @@ export function runStoreConformance<S extends IdempotencyStore>(
           expect(renewed.expiresAt).toBeGreaterThanOrEqual(renewed.leaseExpiresAt);
 
           await clock.advance(ms(60)); // past the first lease, inside the renewed one
-          expectStatus(await store.claim(claimInput(k)), 'in_progress');
+          const inside = await store.claim(claimInput(k));
+          // In real mode a loaded machine may sleep past the renewed lease too: the answer then
+          // proves nothing, and only a claim inside the window is checked.
+          if (mode === 'virtual' || clock.now() - before < LEASE - 2) {
+            expectStatus(inside, 'in_progress');
+          }
           await clock.advance(ms(90)); // past the renewed lease
           expectStatus(await store.claim(claimInput(k)), 'stale');
         },
