@@ -368,8 +368,10 @@ describe('waiting behind a holder that dies', () => {
     await expect(idempotency.run(call(), async () => 1)).rejects.toSatisfy(
       OutcomeUnknownError.isInstance,
     );
-    // One claim saw it running, the next (at its lease expiry) saw it stale.
-    expect(claim).toHaveBeenCalledTimes(2);
+    // One claim saw it running, the next ones at the capped first wait and at its lease expiry:
+    // a few claims, not a poll, and well inside the test's 3 s (our own lease is 30 s).
+    expect(claim.mock.calls.length).toBeGreaterThanOrEqual(2);
+    expect(claim.mock.calls.length).toBeLessThanOrEqual(3);
   }, 3000);
 });
 
