@@ -108,6 +108,21 @@ function per(calls: number, by: Map<string, number>): Record<string, number> {
   return Object.fromEntries([...by].map(([name, n]) => [name, n / calls]));
 }
 
+/** Statements per call of `op`, counted by the engine's wrapped driver (`counting`). */
+function countStatements(counting: { on: boolean; statements: Map<string, number> }) {
+  return async (_target: unknown, op: () => Promise<unknown>, calls: number) => {
+    counting.statements.clear();
+    counting.on = true;
+    try {
+      for (let i = 0; i < calls; i++) await op();
+    } finally {
+      counting.on = false;
+    }
+    const requests = [...counting.statements.values()].reduce((a, b) => a + b, 0) / calls;
+    return { requests, executed: requests, by: per(calls, counting.statements) };
+  };
+}
+
 function bump(map: Map<string, number>, name: string): void {
   map.set(name, (map.get(name) ?? 0) + 1);
 }
@@ -502,17 +517,7 @@ export async function postgresEngine(url: string): Promise<Engine> {
         executions: base.executions,
       },
     ],
-    count: async (_target, op, calls) => {
-      counting.statements.clear();
-      counting.on = true;
-      try {
-        for (let i = 0; i < calls; i++) await op();
-      } finally {
-        counting.on = false;
-      }
-      const requests = [...counting.statements.values()].reduce((a, b) => a + b, 0) / calls;
-      return { requests, executed: requests, by: per(calls, counting.statements) };
-    },
+    count: countStatements(counting),
     close: async () => {
       await store.close();
       await query(`DROP TABLE IF EXISTS ${oursTable}, ${baseTable}`);
@@ -620,17 +625,7 @@ export async function sqliteEngine(): Promise<Engine> {
         executions: base.executions,
       },
     ],
-    count: async (_target, op, calls) => {
-      counting.statements.clear();
-      counting.on = true;
-      try {
-        for (let i = 0; i < calls; i++) await op();
-      } finally {
-        counting.on = false;
-      }
-      const requests = [...counting.statements.values()].reduce((a, b) => a + b, 0) / calls;
-      return { requests, executed: requests, by: per(calls, counting.statements) };
-    },
+    count: countStatements(counting),
     close: async () => {
       await store.close();
       db.close();
