@@ -1,4 +1,4 @@
-import { describe, expect, test, vi } from 'vitest';
+import { describe, expect, onTestFinished, test, vi } from 'vitest';
 import {
   DriftError,
   IdempotencyError,
@@ -319,6 +319,11 @@ describe('review fixes', () => {
   });
 
   test('ttl <= lease: a holder that dies leaves a stale record, not one that expired with its lease', async () => {
+    // The controllable clock: 50 ms leases and ttls must not depend on how fast the machine is.
+    vi.useFakeTimers();
+    onTestFinished(() => {
+      vi.useRealTimers();
+    });
     const inner = createMemoryStore();
     // The holder's renewals never reach the store (as if its process hung, then died).
     const holder = createIdempotency({
@@ -332,7 +337,7 @@ describe('review fixes', () => {
       signal = ctx.signal;
       return new Promise<string>((resolve) => (finish = () => resolve('late')));
     });
-    await sleep(75);
+    await vi.advanceTimersByTimeAsync(75);
     // Its lease ran out (no renewal got through for a whole lease): the tool is told to stop.
     expect(signal?.aborted).toBe(true);
     const retry = createIdempotency({ store: inner, lease: 50, ttl: 50 });
@@ -502,15 +507,21 @@ describe('stale records (a holder died mid-way)', () => {
 
 describe('leases', () => {
   test('a long tool keeps its lease renewed: a duplicate waits instead of finding it stale', async () => {
+    // The controllable clock: renewals every lease/3 of a 40 ms lease, without a real deadline.
+    vi.useFakeTimers();
+    onTestFinished(() => {
+      vi.useRealTimers();
+    });
     const { idempotency } = setup({ lease: 40 });
     const fn = vi.fn(async () => {
       await sleep(200);
       return 'done';
     });
     const holder = idempotency.run(call(), fn);
-    await sleep(120);
-    const duplicate = await idempotency.run(call(), fn);
-    expect(duplicate).toMatchObject({ replayed: true, outcome: 'waited', value: 'done' });
+    await vi.advanceTimersByTimeAsync(120); // three leases: only renewals keep it live
+    const duplicate = idempotency.run(call(), fn);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(await duplicate).toMatchObject({ replayed: true, outcome: 'waited', value: 'done' });
     expect((await holder).replayed).toBe(false);
     expect(fn).toHaveBeenCalledTimes(1);
   });

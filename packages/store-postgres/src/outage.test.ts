@@ -1,5 +1,5 @@
 import { createIdempotency, type IdempotentResult } from '@idempotent-tools/core';
-import { serviceAvailable, sleep } from '@idempotent-tools/testing';
+import { serviceAvailable, sleep, waitFor } from '@idempotent-tools/testing';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createPostgresStore } from './postgres-store.js';
 import { DATABASE_URL, postgresUp, testPool, uniqueName } from './test-utils/pg.js';
@@ -84,7 +84,11 @@ async function outageScenario(options: {
   await sleep(150);
   await options.breakIt(pool.applicationName);
   const brokenAt = next;
-  await sleep(500);
+  // Keep calling until a dozen calls made while it is away have settled (however long they
+  // take on this machine), not for a fixed time that a slow machine may fill with one call.
+  await waitFor('calls made during the outage', () => {
+    return settled.filter((s) => s.i >= brokenAt).length >= 12;
+  });
   running = false;
   await Promise.all(lanes);
 
@@ -107,11 +111,10 @@ async function outageScenario(options: {
   // Back: the pool reconnects, new calls work, every completed record replays.
   await options.repair();
   let fresh: Settled | undefined;
-  for (let attempt = 0; attempt < 50; attempt++) {
+  await waitFor('a call to work again', async () => {
     fresh = await call(100_000);
-    if (fresh.ok) break;
-    await sleep(100);
-  }
+    return fresh.ok;
+  });
   expect(fresh).toMatchObject({ ok: true, ran: true });
   const completed = settled.filter((s) => s.ok && s.result.outcome === 'executed');
   expect(completed.length).toBeGreaterThanOrEqual(20);

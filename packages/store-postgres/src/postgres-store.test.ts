@@ -1,13 +1,25 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createIdempotency, InvalidInputError } from '@idempotent-tools/core';
-import { runStoreConformance, sleep, uniqueKey } from '@idempotent-tools/testing';
+import {
+  runStoreConformance,
+  sleep,
+  TIMER_SLACK_MS,
+  uniqueKey,
+  waitFor,
+} from '@idempotent-tools/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { PgQueryable } from './change-listener.js';
 import { createPostgresStore, type PostgresStore } from './postgres-store.js';
 import { schemaSql } from './schema.js';
 import { DATABASE_URL, postgresUp, testPool, uniqueName } from './test-utils/pg.js';
+import {
+  expectWokenByNotify,
+  isLook,
+  recordStatements,
+  type SentStatement,
+} from './test-utils/timing.js';
 
 const pool = testPool({ label: 'conformance' });
 const up = await postgresUp(pool);
@@ -41,16 +53,25 @@ async function dropStore(store: PostgresStore): Promise<void> {
   await pool.query(`DROP TABLE IF EXISTS ${store.names.qualified}`);
 }
 
-/** A pool wrapper that counts statements (plain `query`: no LISTEN). */
-function counting(): PgQueryable & { texts: string[] } {
+/** A pool wrapper that counts statements (plain `query`: no LISTEN); `sent` has their replies. */
+function counting(): PgQueryable & { texts: string[]; sent: SentStatement[] } {
   const texts: string[] = [];
-  return {
+  const db = {
     texts,
-    query: (config) => {
+    query: (config: Parameters<PgQueryable['query']>[0]) => {
       texts.push(config.text);
       return pool.query(config);
     },
   };
+  return Object.assign(db, { sent: recordStatements(db) });
+}
+
+/** Whether a waiter flagged the row of `key` (a complete or release of it will NOTIFY). */
+async function flagged(store: PostgresStore, key: string): Promise<boolean> {
+  const { rows } = await pool.query(`SELECT waiting FROM ${store.names.qualified} WHERE key = $1`, [
+    key,
+  ]);
+  return rows[0]?.waiting === true;
 }
 
 beforeAll(async () => {
@@ -221,7 +242,7 @@ describe.skipIf(!up)('postgres store', () => {
         const key = uniqueKey('coalesce');
         const owner = claimInput(key);
         await store.claim(owner);
-        await store.complete({ ...owner, state: 'completed', outcome: '7', ttlMs: 10_000 });
+        await store.complete({ ...owner, state: 'completed', outcome: '7', ttlMs: 120_000 });
         db.texts.length = 0;
         const replays = await Promise.all(
           Array.from({ length: 30 }, (_, i) =>
@@ -261,15 +282,15 @@ describe.skipIf(!up)('postgres store', () => {
         );
         db.texts.length = 0;
         const claiming = store.claim(claimInput(key));
-        // Wait until the claim blocks on the uncommitted insert, then commit it.
-        for (let i = 0; i < 200; i++) {
+        // Wait until the claim blocks on the uncommitted insert (however long that takes), then
+        // commit it.
+        await waitFor('the claim to block on the uncommitted row', async () => {
           const { rows } = await pool.query(
             `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
             [pool.applicationName],
           );
-          if (rows[0].n > 0) break;
-          await sleep(10);
-        }
+          return rows[0].n > 0;
+        });
         await holder.query('COMMIT');
         const result = await claiming;
         expect(result.status).toBe('in_progress');
@@ -336,23 +357,29 @@ describe.skipIf(!up)('postgres store', () => {
       const otherPool = testPool({ label: 'other', max: 2 });
       const writer = await freshStore();
       const reader = createPostgresStore(otherPool, { schema, table: writer.names.table });
+      const sent = recordStatements(otherPool);
       try {
         const key = uniqueKey('notify');
         const owner = claimInput(key);
         await writer.claim(owner);
         expect((await reader.claim(claimInput(key))).status).toBe('in_progress');
-        const start = performance.now();
-        const waiting = reader.waitForChange!(key, 10_000);
-        await sleep(100);
-        await writer.complete({
+        const ms = await expectWokenByNotify({
+          waiter: reader,
+          sent,
           key,
-          token: owner.token,
-          state: 'completed',
-          outcome: '"x"',
-          ttlMs: 10_000,
+          timeoutMs: 20_000,
+          change: () =>
+            writer.complete({
+              key,
+              token: owner.token,
+              state: 'completed',
+              outcome: '"x"',
+              ttlMs: 10_000,
+            }),
         });
-        await waiting;
-        expect(performance.now() - start).toBeLessThan(2_000);
+        console.info(
+          `[store-postgres] NOTIFY: complete -> waiter on another pool woken in ${ms.toFixed(1)} ms`,
+        );
       } finally {
         await reader.close();
         await dropStore(writer);
@@ -373,11 +400,12 @@ describe.skipIf(!up)('postgres store', () => {
         await writer.complete({ ...quiet, state: 'completed', outcome: '1', ttlMs: 10_000 });
         const waited = claimInput(uniqueKey('waited'));
         await writer.claim(waited);
-        const waiting = writer.waitForChange!(waited.key, 10_000);
-        await sleep(100);
+        const waiting = writer.waitForChange!(waited.key, 20_000);
+        await waitFor('the waiter to flag the row', () => flagged(writer, waited.key));
         await writer.complete({ ...waited, state: 'completed', outcome: '1', ttlMs: 10_000 });
         await waiting;
-        await sleep(50);
+        // NOTIFYs arrive in commit order: once the waited one is here, a quiet one would be too.
+        await waitFor('the NOTIFY', () => heard.includes(waited.key));
         expect(heard).toEqual([waited.key]);
 
         // A table created by the DDL without the column gets it from ensureSchema.
@@ -413,9 +441,11 @@ describe.skipIf(!up)('postgres store', () => {
           } else {
             await writer.release(key, owner.token);
           }
+          const timeoutMs = 20_000;
           const start = performance.now();
-          await reader.waitForChange!(key, 10_000);
-          expect(performance.now() - start).toBeLessThan(2_000);
+          await reader.waitForChange!(key, timeoutMs);
+          // Its look after LISTEN saw the change and ended the wait, not the timer.
+          expect(performance.now() - start).toBeLessThan(timeoutMs - TIMER_SLACK_MS);
         }
       } finally {
         await reader.close();
@@ -428,26 +458,34 @@ describe.skipIf(!up)('postgres store', () => {
       const otherPool = testPool({ label: 'listener', max: 3 });
       const writer = await freshStore();
       const reader = createPostgresStore(otherPool, { schema, table: writer.names.table });
+      const sent = recordStatements(otherPool);
       try {
         const key = uniqueKey('killed');
         const owner = claimInput(key);
         await writer.claim(owner);
-        const first = reader.waitForChange!(key, 10_000);
-        await sleep(100);
+        const timeoutMs = 20_000;
         const start = performance.now();
-        await pool.query(
-          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'`,
+        const first = reader.waitForChange!(key, timeoutMs);
+        // Once it listens and looked at the record (still running), kill its LISTEN connection.
+        await waitFor('the waiter to listen and look at the record', () => sent.some(isLook));
+        expect((await sent.find(isLook)!.reply).rows[0]?.running).toBe(true);
+        const { rows } = await pool.query(
+          `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'`,
           [otherPool.applicationName],
         );
+        expect(rows.map((row) => row.killed)).toEqual([true]);
         await first;
-        expect(performance.now() - start).toBeLessThan(2_000);
+        // Woken by the lost connection: nothing changed, and its timer was 20 s away.
+        expect(performance.now() - start).toBeLessThan(timeoutMs - TIMER_SLACK_MS);
 
-        const second = reader.waitForChange!(key, 10_000);
-        await sleep(200);
-        const changedAt = performance.now();
-        await writer.release(key, owner.token);
-        await second;
-        expect(performance.now() - changedAt).toBeLessThan(2_000);
+        // The next wait listens again: the release's NOTIFY wakes it.
+        await expectWokenByNotify({
+          waiter: reader,
+          sent,
+          key,
+          timeoutMs,
+          change: () => writer.release(key, owner.token),
+        });
       } finally {
         await reader.close();
         await dropStore(writer);
@@ -458,18 +496,20 @@ describe.skipIf(!up)('postgres store', () => {
     test('listenClient: waiters listen on it; close() unlistens and leaves it open', async () => {
       const listenClient = new pg.Client({ connectionString: DATABASE_URL });
       await listenClient.connect();
-      const store = await freshStore({ listenClient }, counting());
+      const db = counting();
+      const store = await freshStore({ listenClient }, db);
       try {
         expect(store.capabilities.notifiesChanges).toBe(true);
         const key = uniqueKey('listen-client');
         const owner = claimInput(key);
         await store.claim(owner);
-        const waiting = store.waitForChange!(key, 10_000);
-        await sleep(100);
-        const start = performance.now();
-        await store.release(key, owner.token);
-        await waiting;
-        expect(performance.now() - start).toBeLessThan(2_000);
+        await expectWokenByNotify({
+          waiter: store,
+          sent: db.sent,
+          key,
+          timeoutMs: 20_000,
+          change: () => store.release(key, owner.token),
+        });
         await store.close();
         expect(listenClient.listenerCount('notification')).toBe(0);
         const { rows } = await listenClient.query(
@@ -487,23 +527,26 @@ describe.skipIf(!up)('postgres store', () => {
       await client.connect();
       const writer = await freshStore();
       const store = createPostgresStore(client, { schema, table: writer.names.table });
+      const sent = recordStatements(client);
       try {
         expect(store.capabilities.notifiesChanges).toBe(true);
         const key = uniqueKey('client');
         const owner = claimInput(key);
         expect((await store.claim(owner)).status).toBe('acquired');
-        const waiting = store.waitForChange!(key, 10_000);
-        await sleep(100);
-        const start = performance.now();
-        await writer.complete({
+        await expectWokenByNotify({
+          waiter: store,
+          sent,
           key,
-          token: owner.token,
-          state: 'completed',
-          outcome: '"done"',
-          ttlMs: 10_000,
+          timeoutMs: 20_000,
+          change: () =>
+            writer.complete({
+              key,
+              token: owner.token,
+              state: 'completed',
+              outcome: '"done"',
+              ttlMs: 10_000,
+            }),
         });
-        await waiting;
-        expect(performance.now() - start).toBeLessThan(2_000);
         await store.close();
         expect((await client.query('SELECT 1 AS one')).rows[0].one).toBe(1);
         expect(client.listenerCount('notification')).toBe(0);

@@ -69,8 +69,10 @@ describe.skipIf(!up)('redis store across OS processes', () => {
     const values = new Set(results.map((r) => JSON.stringify(r.value)));
     expect(values.size).toBe(1);
     expect(results.filter((r) => r.replayed === false)).toHaveLength(1);
-    // Waiters in other processes are woken by pub/sub, not by the 30 s lease running out.
-    expect(elapsed).toBeLessThan(10_000);
+    // The time is logged, not asserted: it is mostly the start of four Node processes, which a
+    // loaded machine stretches at will. That the waiters are woken by the message, not a timer,
+    // is proven in redis-store.test.ts and wake-up.test.ts; a hang here ends in the workers'
+    // 60 s kill, and the exit codes above.
     console.info(
       `[store-redis] race: 4 x 250 calls, 1 execution, ${Math.round(elapsed)} ms in all (1.5 s start barrier, 200 ms effect)`,
     );

@@ -4,11 +4,20 @@ import {
   InvalidInputError,
   StoreUnavailableError,
 } from '@idempotent-tools/core';
-import { runStoreConformance, serviceAvailable, sleep, uniqueKey } from '@idempotent-tools/testing';
+import {
+  inWindow,
+  runStoreConformance,
+  serviceAvailable,
+  sleep,
+  TIMER_SLACK_MS,
+  uniqueKey,
+  waitFor,
+} from '@idempotent-tools/testing';
 import { type Command, Redis } from 'ioredis';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createRedisStore, type RedisStore, type RedisStoreOptions } from './index.js';
 import { countKeys, dropKeys, testPrefix } from './test-utils/keys.js';
+import { expectWokenByPush, recordSettledLooks, shardSubscribers } from './test-utils/timing.js';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -103,7 +112,7 @@ describe.skipIf(!up)('redis store: layout and round trips', () => {
       token: owner.token,
       state: 'completed',
       outcome: '"ok"\n\tü',
-      ttlMs: 5000,
+      ttlMs: 60_000,
     });
     const raw = `${store.prefix}{${key}}`;
     expect(await redis.type(raw)).toBe('string');
@@ -124,7 +133,7 @@ describe.skipIf(!up)('redis store: layout and round trips', () => {
     expect(Number(lease)).toBeGreaterThanOrEqual(Number(created));
     const pexpiretime = Number(await redis.call('PEXPIRETIME', raw));
     expect(pexpiretime).toBe(Number(expires));
-    expect(Number(expires) - Number(completed)).toBe(5000);
+    expect(Number(expires) - Number(completed)).toBe(60_000);
   });
 
   test('tokens and fingerprints with tabs, newlines and % round-trip', async () => {
@@ -143,7 +152,7 @@ describe.skipIf(!up)('redis store: layout and round trips', () => {
         token: awkward.token,
         state: 'failed',
         outcome: 'x',
-        ttlMs: 1000,
+        ttlMs: 60_000,
       }),
     ).toBe(true);
     expect(await store.claim({ ...awkward, token: 'third' })).toMatchObject({
@@ -205,7 +214,7 @@ describe.skipIf(!up)('redis store: layout and round trips', () => {
         token: owner.token,
         state: 'completed',
         outcome: '7',
-        ttlMs: 5000,
+        ttlMs: 60_000,
       });
       sent.length = 0;
       const replays = await Promise.all(
@@ -248,29 +257,29 @@ describe.skipIf(!up)('redis store: layout and round trips', () => {
     const client = new Redis(url, { keyPrefix, maxRetriesPerRequest: 1 });
     const prefix = testPrefix('kp');
     prefixes.push(`${keyPrefix}${prefix}`);
-    const store = createRedisStore(client, { prefix });
+    const maxWaitMs = 20_000;
+    const store = createRedisStore(client, { prefix, maxWaitMs });
+    const looks = recordSettledLooks(client);
     try {
       const key = uniqueKey('kp');
       const owner = claimInput(key);
       await store.claim(owner);
       expect(await redis.exists(`${keyPrefix}${prefix}{${key}}`)).toBe(1);
-      let woken = false;
-      const waiting = store.waitForChange!(key, 5000).then(() => {
-        woken = true;
-      });
-      await sleep(100);
-      expect(woken).toBe(false);
-      const start = performance.now();
-      await store.complete({
+      await expectWokenByPush({
+        waiter: store,
+        looks,
         key,
-        token: owner.token,
-        state: 'completed',
-        outcome: '1',
-        ttlMs: 100,
+        maxWaitMs,
+        change: () =>
+          store.complete({
+            key,
+            token: owner.token,
+            state: 'completed',
+            outcome: '1',
+            ttlMs: 100,
+          }),
       });
-      await waiting;
-      expect(performance.now() - start).toBeLessThan(500);
-      await sleep(150);
+      await sleep(150); // past the 100 ms ttl: Redis expired the record
       await store.claim(claimInput(`${key}-2`, 'x'));
       expect(await countKeys(redis, `${keyPrefix}${prefix}`)).toBe(1);
       // purgeExpired strips the client's keyPrefix before running its script.
@@ -282,20 +291,30 @@ describe.skipIf(!up)('redis store: layout and round trips', () => {
   });
 
   test('purgeExpired deletes expired records whose Redis TTL was removed, restores a lost TTL', async () => {
-    const store = newStore();
-    const expired = uniqueKey('persist-expired');
-    const live = uniqueKey('persist-live');
-    await store.claim({ ...claimInput(expired), leaseMs: 50, ttlMs: 100 });
-    await store.claim(claimInput(live));
-    await redis.persist(`${store.prefix}{${expired}}`);
-    await redis.persist(`${store.prefix}{${live}}`);
-    await sleep(150);
-    expect(await store.get(expired)).toBeUndefined(); // invisible already
-    expect(await countKeys(redis, store.prefix)).toBe(2);
-    expect(await store.purgeExpired()).toBe(1);
-    expect(await countKeys(redis, store.prefix)).toBe(1);
-    expect(await redis.pttl(`${store.prefix}{${live}}`)).toBeGreaterThan(50_000);
-    expect(await store.purgeExpired()).toBe(0);
+    await inWindow(async (window) => {
+      const store = newStore();
+      const expired = uniqueKey('persist-expired');
+      const live = uniqueKey('persist-live');
+      const ttlMs = window.ms(100);
+      await store.claim({ ...claimInput(expired), leaseMs: ttlMs / 2, ttlMs });
+      await store.claim(claimInput(live));
+      // PERSIST must reach the short-lived record before Redis expires it.
+      const persisted = await redis.persist(`${store.prefix}{${expired}}`);
+      window.within(persisted === 1, `the ${ttlMs} ms record expired before PERSIST reached it`);
+      expect(await redis.persist(`${store.prefix}{${live}}`)).toBe(1);
+      await sleep(ttlMs * 1.5);
+      expect(await store.get(expired)).toBeUndefined(); // invisible already
+      expect(await countKeys(redis, store.prefix)).toBe(2);
+      expect(await store.purgeExpired()).toBe(1);
+      expect(await countKeys(redis, store.prefix)).toBe(1);
+      // The lost TTL is the record's own expiresAt again (whatever time has passed since).
+      const record = await store.get(live);
+      expect(record).toBeDefined();
+      expect(Number(await redis.call('PEXPIRETIME', `${store.prefix}{${live}}`))).toBe(
+        record!.expiresAt,
+      );
+      expect(await store.purgeExpired()).toBe(0);
+    });
   });
 
   test('a key holding something else fails with store_unavailable, not a crash', async () => {
@@ -313,31 +332,33 @@ describe.skipIf(!up)('redis store: layout and round trips', () => {
 });
 
 describe.skipIf(!up)('redis store: notifications', () => {
-  /** Claim `key` on one store, wait on another (its own connections), complete, time the wake. */
-  async function wakeAfterComplete(options: RedisStoreOptions): Promise<number> {
+  /**
+   * Claim `key` on one store, wait on another (its own connections), complete: the message wakes
+   * the waiter (`expectWokenByPush`). Returns the ms from complete to the wake-up.
+   */
+  async function wakeAfterComplete(options: RedisStoreOptions & { maxWaitMs: number }) {
     const owner = newStore(options);
     const client = redis.duplicate();
     const waiter = createRedisStore(client, { ...options, prefix: owner.prefix });
+    const looks = recordSettledLooks(client);
     try {
       const key = uniqueKey('wake');
       const input = claimInput(key);
       await owner.claim(input);
-      let woken = false;
-      const waiting = waiter.waitForChange!(key, 10_000).then(() => {
-        woken = true;
-      });
-      await sleep(100);
-      expect(woken).toBe(false);
-      const start = performance.now();
-      await owner.complete({
+      return await expectWokenByPush({
+        waiter,
+        looks,
         key,
-        token: input.token,
-        state: 'completed',
-        outcome: '1',
-        ttlMs: 1000,
+        maxWaitMs: options.maxWaitMs,
+        change: () =>
+          owner.complete({
+            key,
+            token: input.token,
+            state: 'completed',
+            outcome: '1',
+            ttlMs: 1000,
+          }),
       });
-      await waiting;
-      return performance.now() - start;
     } finally {
       await waiter.close();
       await owner.close();
@@ -346,45 +367,64 @@ describe.skipIf(!up)('redis store: notifications', () => {
   }
 
   test('sharded (SPUBLISH/SSUBSCRIBE) wakes a waiter on another connection', async () => {
-    expect(await wakeAfterComplete({ notifications: 'sharded', maxWaitMs: 10_000 })).toBeLessThan(
-      500,
-    );
+    const ms = await wakeAfterComplete({ notifications: 'sharded', maxWaitMs: 20_000 });
+    console.info(`[store-redis] sharded pub/sub: complete -> waiter woken in ${ms.toFixed(1)} ms`);
   });
 
   test('classic (PUBLISH/SUBSCRIBE) wakes a waiter on another connection', async () => {
-    expect(await wakeAfterComplete({ notifications: 'classic', maxWaitMs: 10_000 })).toBeLessThan(
-      500,
-    );
+    const ms = await wakeAfterComplete({ notifications: 'classic', maxWaitMs: 20_000 });
+    console.info(`[store-redis] classic pub/sub: complete -> waiter woken in ${ms.toFixed(1)} ms`);
   });
 
   test('a change made before the subscription is live is not missed', async () => {
-    const store = newStore({ maxWaitMs: 10_000 });
-    const key = uniqueKey('early');
-    const input = claimInput(key);
-    await store.claim(input);
-    await store.complete({
-      key,
-      token: input.token,
-      state: 'completed',
-      outcome: '1',
-      ttlMs: 1000,
-    });
-    const start = performance.now();
-    await store.waitForChange!(key, 10_000); // the check after subscribing sees it is finished
-    expect(performance.now() - start).toBeLessThan(500);
-    await store.close();
+    const client = redis.duplicate();
+    const maxWaitMs = 20_000;
+    const store = newStore({ maxWaitMs }, client);
+    const looks = recordSettledLooks(client);
+    try {
+      const key = uniqueKey('early');
+      const input = claimInput(key);
+      await store.claim(input);
+      await store.complete({
+        key,
+        token: input.token,
+        state: 'completed',
+        outcome: '1',
+        ttlMs: 60_000,
+      });
+      const start = performance.now();
+      await store.waitForChange!(key, maxWaitMs); // nothing is published any more
+      // The look after subscribing saw it finished and ended the wait, not the timer.
+      expect(performance.now() - start).toBeLessThan(maxWaitMs - TIMER_SLACK_MS);
+      expect(looks).toHaveLength(1);
+      expect(await looks[0]).toBe('C');
+    } finally {
+      await store.close();
+      client.disconnect();
+    }
   });
 
   test('a lost message costs at most maxWaitMs', async () => {
-    const store = newStore({ maxWaitMs: 200 });
-    const key = uniqueKey('lost');
-    await store.claim(claimInput(key));
-    const start = performance.now();
-    await store.waitForChange!(key, 10_000); // nothing is published
-    const elapsed = performance.now() - start;
-    expect(elapsed).toBeGreaterThanOrEqual(150);
-    expect(elapsed).toBeLessThan(2000);
-    await store.close();
+    const client = redis.duplicate();
+    const store = newStore({ maxWaitMs: 200 }, client);
+    const looks = recordSettledLooks(client);
+    try {
+      const key = uniqueKey('lost');
+      await store.claim(claimInput(key));
+      const timeoutMs = 20_000;
+      const start = performance.now();
+      await store.waitForChange!(key, timeoutMs); // nothing is published
+      const elapsed = performance.now() - start;
+      console.info(`[store-redis] a wait with no message ended after ${Math.round(elapsed)} ms`);
+      // Not before maxWaitMs (a look, when the subscription was live in time, saw it running),
+      // and by the maxWaitMs timer: nothing else can end it before the 20 s timeout.
+      for (const look of looks) expect(await look).toBe('P');
+      expect(elapsed).toBeGreaterThanOrEqual(150);
+      expect(elapsed).toBeLessThan(timeoutMs - TIMER_SLACK_MS);
+    } finally {
+      await store.close();
+      client.disconnect();
+    }
   });
 
   test('one subscription per key and process, dropped when the last waiter leaves', async () => {
@@ -393,10 +433,9 @@ describe.skipIf(!up)('redis store: notifications', () => {
     const input = claimInput(key);
     await store.claim(input);
     const waits = Array.from({ length: 50 }, () => store.waitForChange!(key, 10_000));
-    await sleep(100);
     const channel = `${store.prefix}{${key}}:changed`;
-    const count = async () =>
-      ((await redis.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number])[1];
+    const count = () => shardSubscribers(redis, channel);
+    await waitFor('the subscription', async () => (await count()) > 0);
     expect(await count()).toBe(1);
     await store.complete({
       key,
@@ -406,25 +445,26 @@ describe.skipIf(!up)('redis store: notifications', () => {
       ttlMs: 1000,
     });
     await Promise.all(waits);
-    await sleep(50);
-    expect(await count()).toBe(0);
+    await waitFor('the unsubscription', async () => (await count()) === 0);
     await store.close();
   });
 
   test('close() wakes waiters and closes the subscriber it created, never the client', async () => {
-    const store = newStore({ maxWaitMs: 10_000 });
+    const store = newStore({ maxWaitMs: 20_000 });
     const key = uniqueKey('close');
     await store.claim(claimInput(key));
-    const waiting = store.waitForChange!(key, 10_000);
-    await sleep(100);
+    let woken = false;
+    const waiting = store.waitForChange!(key, 20_000).then(() => {
+      woken = true;
+    });
     const channel = `${store.prefix}{${key}}:changed`;
-    const count = async () =>
-      ((await redis.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number])[1];
+    const count = () => shardSubscribers(redis, channel);
+    await waitFor('the subscription', async () => (await count()) > 0);
     expect(await count()).toBe(1);
+    expect(woken).toBe(false);
     await store.close();
-    await waiting;
-    await sleep(50);
-    expect(await count()).toBe(0);
+    await waiting; // woken by close(), long before its 20 s timeout
+    await waitFor('the subscriber to close', async () => (await count()) === 0);
     expect(await redis.ping()).toBe('PONG');
   });
 
@@ -436,15 +476,26 @@ describe.skipIf(!up)('redis store: notifications', () => {
     const b = createRedisStore(bClient, { prefix });
     try {
       const call = { toolName: 'deploy', turnId: uniqueKey('turn'), args: { app: 'web' } };
+      // No sleeps: the second caller starts once the tool runs (the first holds the claim), and
+      // the tool finishes once the second caller has seen it in progress.
+      const running = Promise.withResolvers<void>();
+      const seenInProgress = Promise.withResolvers<void>();
+      const claimOnB = b.claim.bind(b);
+      b.claim = async (input) => {
+        const result = await claimOnB(input);
+        if (result.status === 'in_progress') seenInProgress.resolve();
+        return result;
+      };
       let runs = 0;
       const tool = async () => {
         runs++;
-        await sleep(200);
+        running.resolve();
+        await seenInProgress.promise;
         return { deployed: 'ü🚀', runs };
       };
       const [first, second] = await Promise.all([
         createIdempotency({ store: a }).run(call, tool),
-        sleep(20).then(() => createIdempotency({ store: b }).run(call, tool)),
+        running.promise.then(() => createIdempotency({ store: b }).run(call, tool)),
       ]);
       expect(runs).toBe(1);
       expect(first).toMatchObject({ replayed: false, value: { deployed: 'ü🚀', runs: 1 } });

@@ -72,20 +72,20 @@ describe('sqlite store outage', () => {
       );
       expect(runs).toBe(20);
 
-      // A call is running when the connection goes away: its outcome cannot be stored.
-      let release: () => void = () => {};
-      const gate = new Promise<void>((resolve) => {
-        release = resolve;
-      });
+      // A call is running when the connection goes away: its outcome cannot be stored. The
+      // connection goes once the tool runs (its claim is in), not after a guessed delay.
+      const running = Promise.withResolvers<void>();
+      const gate = Promise.withResolvers<void>();
       const inFlight = idempotency
         .run(call('in-flight', 0), async (args) => {
-          await gate;
+          running.resolve();
+          await gate.promise;
           return tool(args);
         })
         .catch((e: unknown) => e);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await running.promise;
       h.close();
-      release();
+      gate.resolve();
       expect(codeOf(await inFlight)).toBe('persist_failed');
       expect(runs).toBe(21);
 

@@ -16,4 +16,5 @@ export {
   type StoreConformanceOptions,
 } from './store-conformance.js';
 export { runStoreFuzz, type StoreFuzzOptions } from './store-fuzz.js';
+export { inWindow, TIMER_SLACK_MS, WINDOW_FACTORS, type Window, waitFor } from './timing.js';
 export { uniqueKey } from './unique-key.js';

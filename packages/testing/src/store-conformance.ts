@@ -12,6 +12,7 @@ import {
 } from '@idempotent-tools/core';
 import { createTestClock, sleep, type TestClock } from './clock.js';
 import { defineSecurityTests } from './conformance-security.js';
+import { inWindow, type Window } from './timing.js';
 import { uniqueKey } from './unique-key.js';
 
 /** The matchers the suite uses. Vitest's and Jest's `expect(...)` results both fit. */
@@ -85,6 +86,20 @@ interface TestContext<S> {
   clock: TestClock;
 }
 
+/** The durations of one attempt of a timed clause (see `defineTimed`). */
+interface Timing {
+  /** A duration of this attempt: the suite's `ms(base)` times the attempt's factor. */
+  ms(base: number): number;
+  /**
+   * Call before asserting what holds only until `duration` ms after `since`. In `real` mode it
+   * throws (and the attempt is repeated with longer durations) when that time has passed.
+   */
+  within(since: number, duration: number): void;
+}
+
+/** A window counts as kept only when this many ms of it are left (store clocks round to ms). */
+const WINDOW_MARGIN = 3;
+
 /** A lease and a TTL long enough that no test of behaviour unrelated to time sees them run out. */
 const LONG_LEASE = 60_000;
 const LONG_TTL = 120_000;
@@ -143,6 +158,52 @@ export function runStoreConformance<S extends IdempotencyStore>(
         }
       },
       timeoutMs,
+    );
+  };
+
+  /**
+   * A clause that needs a window of real time: in `real` mode the body runs with every duration
+   * it takes from `t.ms` scaled by the attempt's factor (`inWindow`: 1, 4, 16, 64). Before asserting what
+   * holds only inside a window (a lease still live, a record not yet expired), the body calls
+   * `t.within(since, duration)`: when more than `duration` ms have passed since `since` (a local
+   * time read before the operation that opened the window), a loaded machine slept past the
+   * window, the attempt proves nothing and is run again with fresh keys and longer durations.
+   * What holds once time has passed (a lease ran out, a record expired) is asserted on every
+   * attempt. The clause fails only when every attempt missed its window.
+   */
+  const defineTimed = (
+    name: string,
+    body: (ctx: TestContext<S> & { t: Timing }) => Promise<void>,
+  ): void => {
+    options.test(
+      name,
+      async () => {
+        const clock = createTestClock({ mode });
+        const store = await options.createStore({ clock });
+        try {
+          const attempt = (window: Window) =>
+            body({
+              store,
+              clock,
+              t: {
+                ms: (base) => ms(base) * window.factor,
+                within: (since, duration) => {
+                  const elapsed = clock.now() - since;
+                  window.within(
+                    mode === 'virtual' || elapsed < duration - WINDOW_MARGIN,
+                    `${elapsed} ms had passed of a ${duration} ms window`,
+                  );
+                },
+              },
+            });
+          if (mode === 'virtual') await attempt({ factor: 1, ms: (b) => b, within: () => {} });
+          else await inWindow(attempt, `conformance: ${options.name}`);
+        } finally {
+          if (options.destroyStore !== undefined) await options.destroyStore(store);
+          else await store.close?.();
+        }
+      },
+      mode === 'real' ? timeoutMs * 4 : timeoutMs,
     );
   };
 
@@ -321,7 +382,7 @@ export function runStoreConformance<S extends IdempotencyStore>(
           const inProgress = claimInput(`${base}-in-progress`);
           const completed = claimInput(`${base}-completed`);
           const failed = claimInput(`${base}-failed`);
-          const stale = claimInput(`${base}-stale`, { leaseMs: LEASE, ttlMs: TTL });
+          const stale = claimInput(`${base}-stale`, { leaseMs: LEASE });
           for (const input of [inProgress, completed, failed, stale]) await acquire(store, input);
           await complete(store, completed.key, completed.token, 'completed', '"done"');
           await complete(store, failed.key, failed.token, 'failed', '"boom"');
@@ -350,16 +411,19 @@ export function runStoreConformance<S extends IdempotencyStore>(
     });
 
     describe('lease and takeover', () => {
-      define(
+      defineTimed(
         'a claim whose lease ran out reports stale with the old token',
-        async ({ store, clock }) => {
+        async ({ store, clock, t }) => {
           const k = key();
-          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          const owner = claimInput(k, { leaseMs: t.ms(100) });
+          const claimedAt = clock.now();
           await acquire(store, owner);
-          await clock.advance(ms(40));
-          expectStatus(await store.claim(claimInput(k)), 'in_progress');
+          await clock.advance(t.ms(40));
+          const inside = await store.claim(claimInput(k));
+          t.within(claimedAt, t.ms(100));
+          expectStatus(inside, 'in_progress');
 
-          await clock.advance(ms(110));
+          await clock.advance(t.ms(110));
           const result = expectStatus(await store.claim(claimInput(k)), 'stale');
           expect(result.record.token).toBe(owner.token);
           expect(result.record.state).toBe('in_progress');
@@ -374,7 +438,7 @@ export function runStoreConformance<S extends IdempotencyStore>(
         'takeover with the stale token moves ownership, with a fresh lease and the same createdAt',
         async ({ store, clock }) => {
           const k = key();
-          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          const owner = claimInput(k, { leaseMs: LEASE });
           const original = await acquire(store, owner);
           await clock.advance(ms(150));
           expectStatus(await store.claim(claimInput(k)), 'stale');
@@ -413,7 +477,7 @@ export function runStoreConformance<S extends IdempotencyStore>(
         'takeover with a wrong stale token returns false and changes nothing',
         async ({ store, clock }) => {
           const k = key();
-          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          const owner = claimInput(k, { leaseMs: LEASE });
           await acquire(store, owner);
           await clock.advance(ms(150));
           const before = await mustGet(store, k);
@@ -459,7 +523,7 @@ export function runStoreConformance<S extends IdempotencyStore>(
           const base = key();
           const owners = (['completed', 'failed'] as const).map((state) => ({
             state,
-            input: claimInput(`${base}-${state}`, { leaseMs: LEASE, ttlMs: TTL }),
+            input: claimInput(`${base}-${state}`, { leaseMs: LEASE }),
           }));
           for (const { state, input } of owners) {
             await acquire(store, input);
@@ -502,7 +566,7 @@ export function runStoreConformance<S extends IdempotencyStore>(
         'concurrent takeovers of one stale record: exactly one wins',
         async ({ store, clock }) => {
           const k = key();
-          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          const owner = claimInput(k, { leaseMs: LEASE });
           await acquire(store, owner);
           await clock.advance(ms(150));
           const tokens = Array.from({ length: Math.min(concurrency, 20) }, () => randomUUID());
@@ -557,7 +621,7 @@ export function runStoreConformance<S extends IdempotencyStore>(
         'after a takeover the old token can no longer complete, release or renew',
         async ({ store, clock }) => {
           const k = key();
-          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          const owner = claimInput(k, { leaseMs: LEASE });
           await acquire(store, owner);
           await clock.advance(ms(150));
           const token = randomUUID();
@@ -638,7 +702,7 @@ export function runStoreConformance<S extends IdempotencyStore>(
         'the owner may complete after its lease ran out as long as nobody took over',
         async ({ store, clock }) => {
           const k = key();
-          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          const owner = claimInput(k, { leaseMs: LEASE });
           await acquire(store, owner);
           await clock.advance(ms(150));
           expectStatus(await store.claim(claimInput(k)), 'stale');
@@ -665,19 +729,23 @@ export function runStoreConformance<S extends IdempotencyStore>(
         expect(record.token).toBe(next.token);
       });
 
-      define(
+      defineTimed(
         'renew extends the lease: the record is not stale when the first lease would have run out',
-        async ({ store, clock }) => {
+        async ({ store, clock, t }) => {
+          const lease = t.ms(100);
           const k = key();
-          const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+          const owner = claimInput(k, { leaseMs: lease });
+          const claimedAt = clock.now();
           const original = await acquire(store, owner);
-          await clock.advance(ms(60));
+          await clock.advance(t.ms(60));
           const before = clock.now();
-          expect(await store.renew(k, owner.token, LEASE)).toBe(true);
+          const renewedInTime = await store.renew(k, owner.token, lease);
+          t.within(claimedAt, lease);
+          expect(renewedInTime).toBe(true);
           const after = clock.now();
           const renewed = await mustGet(store, k);
           expect(renewed.leaseExpiresAt).toBeGreaterThan(original.leaseExpiresAt);
-          expectStoreTime(renewed.leaseExpiresAt, before + LEASE, after + LEASE);
+          expectStoreTime(renewed.leaseExpiresAt, before + lease, after + lease);
           expect({ ...renewed, leaseExpiresAt: 0, expiresAt: 0 }).toEqual({
             ...original,
             leaseExpiresAt: 0,
@@ -685,110 +753,116 @@ export function runStoreConformance<S extends IdempotencyStore>(
           });
           expect(renewed.expiresAt).toBeGreaterThanOrEqual(renewed.leaseExpiresAt);
 
-          await clock.advance(ms(60)); // past the first lease, inside the renewed one
+          await clock.advance(t.ms(60)); // past the first lease, inside the renewed one
           const inside = await store.claim(claimInput(k));
-          // In real mode a loaded machine may sleep past the renewed lease too: the answer then
-          // proves nothing, and only a claim inside the window is checked.
-          if (mode === 'virtual' || clock.now() - before < LEASE - 2) {
-            expectStatus(inside, 'in_progress');
-          }
-          await clock.advance(ms(90)); // past the renewed lease
+          t.within(before, lease);
+          expectStatus(inside, 'in_progress');
+          await clock.advance(t.ms(90)); // past the renewed lease
           expectStatus(await store.claim(claimInput(k)), 'stale');
         },
       );
     });
 
     describe('ttl', () => {
-      define('a completed record disappears after its ttl', async ({ store, clock }) => {
+      defineTimed('a completed record disappears after its ttl', async ({ store, clock, t }) => {
+        const ttl = t.ms(300);
         const k = key();
-        const owner = claimInput(k, { leaseMs: LEASE, ttlMs: TTL });
+        const owner = claimInput(k, { leaseMs: t.ms(100) });
         await acquire(store, owner);
-        await complete(store, k, owner.token, 'completed', '"kept"', TTL);
+        const completedAt = clock.now();
+        await complete(store, k, owner.token, 'completed', '"kept"', ttl);
         const record = await mustGet(store, k);
-        near(record.expiresAt - (record.completedAt ?? Number.NaN), TTL, tolerance);
+        near(record.expiresAt - (record.completedAt ?? Number.NaN), ttl, tolerance);
 
-        await clock.advance(ms(150));
-        expectStatus(await store.claim(claimInput(k)), 'completed');
-        await clock.advance(ms(200));
+        await clock.advance(t.ms(150));
+        const inside = await store.claim(claimInput(k));
+        t.within(completedAt, ttl);
+        expectStatus(inside, 'completed');
+        await clock.advance(t.ms(200));
         expect(await store.get(k)).toBeUndefined();
         // Gone, not drifting: another fingerprint acquires.
         await acquire(store, claimInput(k, { fingerprint: FP_B }));
       });
 
-      define('retention is counted from completion', async ({ store, clock }) => {
+      defineTimed('retention is counted from completion', async ({ store, clock, t }) => {
+        const ttl = t.ms(150);
         const k = key();
-        const owner = claimInput(k, { leaseMs: ms(60), ttlMs: ms(150) });
+        const owner = claimInput(k, { leaseMs: t.ms(60), ttlMs: ttl });
+        const claimedAt = clock.now();
         await acquire(store, owner);
-        await clock.advance(ms(100));
-        await complete(store, k, owner.token, 'completed', '"done"', ms(150));
-        await clock.advance(ms(100)); // past the claim's ttl, inside the completion's
-        const result = expectStatus(await store.claim(claimInput(k)), 'completed');
+        await clock.advance(t.ms(100));
+        const completedAt = clock.now();
+        const stored = await store.complete({
+          key: k,
+          token: owner.token,
+          state: 'completed',
+          outcome: '"done"',
+          ttlMs: ttl,
+        });
+        t.within(claimedAt, ttl); // completed before the claim's ttl ran out
+        expect(stored).toBe(true);
+        await clock.advance(t.ms(100)); // past the claim's ttl, inside the completion's
+        const inside = await store.claim(claimInput(k));
+        t.within(completedAt, ttl);
+        const result = expectStatus(inside, 'completed');
         expect(result.record.outcome).toBe('"done"');
-        await clock.advance(ms(100)); // past the completion's ttl
+        await clock.advance(t.ms(100)); // past the completion's ttl
         expect(await store.get(k)).toBeUndefined();
         await acquire(store, claimInput(k));
       });
 
-      define(
+      defineTimed(
         'an in_progress record outlives its lease (stale) until its ttl',
-        async ({ store, clock }) => {
+        async ({ store, clock, t }) => {
+          const ttl = t.ms(200);
           const k = key();
-          const owner = claimInput(k, { leaseMs: ms(60), ttlMs: ms(200) });
+          const owner = claimInput(k, { leaseMs: t.ms(60), ttlMs: ttl });
+          const claimedAt = clock.now();
           await acquire(store, owner);
-          await clock.advance(ms(100));
-          expectStatus(await store.claim(claimInput(k)), 'stale');
-          expect((await mustGet(store, k)).token).toBe(owner.token);
-          await clock.advance(ms(150));
+          await clock.advance(t.ms(100));
+          const stale = await store.claim(claimInput(k));
+          const record = await store.get(k);
+          t.within(claimedAt, ttl);
+          expectStatus(stale, 'stale');
+          expect(record?.token).toBe(owner.token);
+          await clock.advance(t.ms(150));
           expect(await store.get(k)).toBeUndefined();
           await acquire(store, claimInput(k));
         },
       );
 
-      define('ttl has millisecond precision', async ({ store, clock }) => {
-        // In real mode a loaded machine can sleep past the window this test needs (100 ms after
-        // completion, before 150 ms): such an attempt proves nothing and is repeated with fresh
-        // keys. Absence after the TTL is asserted on every attempt.
-        for (let attempt = 1; ; attempt++) {
-          const base = key();
-          const long = claimInput(`${base}-long`, { leaseMs: ms(30), ttlMs: ms(250) });
-          const short = claimInput(`${base}-short`, { leaseMs: ms(30), ttlMs: ms(250) });
-          const longRunning = claimInput(`${base}-long-running`, {
-            leaseMs: ms(20),
-            ttlMs: ms(150),
-          });
-          const shortRunning = claimInput(`${base}-short-running`, {
-            leaseMs: ms(20),
-            ttlMs: ms(50),
-          });
-          await acquire(store, longRunning);
-          const longRunningAt = clock.now();
-          for (const input of [long, short, shortRunning]) await acquire(store, input);
-          await complete(store, short.key, short.token, 'completed', '"short"', ms(50));
-          await complete(store, long.key, long.token, 'completed', '"long"', ms(150));
-          const longAt = clock.now();
+      defineTimed('ttl has millisecond precision', async ({ store, clock, t }) => {
+        const base = key();
+        const long = claimInput(`${base}-long`, { leaseMs: t.ms(30), ttlMs: t.ms(250) });
+        const short = claimInput(`${base}-short`, { leaseMs: t.ms(30), ttlMs: t.ms(250) });
+        const longRunning = claimInput(`${base}-long-running`, {
+          leaseMs: t.ms(20),
+          ttlMs: t.ms(150),
+        });
+        const shortRunning = claimInput(`${base}-short-running`, {
+          leaseMs: t.ms(20),
+          ttlMs: t.ms(50),
+        });
+        const longRunningAt = clock.now();
+        await acquire(store, longRunning);
+        for (const input of [long, short, shortRunning]) await acquire(store, input);
+        await complete(store, short.key, short.token, 'completed', '"short"', t.ms(50));
+        const longAt = clock.now();
+        await complete(store, long.key, long.token, 'completed', '"long"', t.ms(150));
 
-          await clock.advance(ms(100));
-          expect(await store.get(short.key)).toBeUndefined();
-          expect(await store.get(shortRunning.key)).toBeUndefined();
-          const longRecord = await store.get(long.key);
-          const longRunningRecord = await store.get(longRunning.key);
-          const inWindow =
-            clock.now() - longAt < ms(150) - 2 && clock.now() - longRunningAt < ms(150) - 2;
-          if (inWindow || mode === 'virtual') {
-            expect(longRecord?.outcome).toBe('"long"');
-            expect(longRunningRecord?.state).toBe('in_progress');
-          }
+        await clock.advance(t.ms(100));
+        expect(await store.get(short.key)).toBeUndefined();
+        expect(await store.get(shortRunning.key)).toBeUndefined();
+        const longRecord = await store.get(long.key);
+        const longRunningRecord = await store.get(longRunning.key);
+        t.within(longRunningAt, t.ms(150));
+        t.within(longAt, t.ms(150));
+        expect(longRecord?.outcome).toBe('"long"');
+        expect(longRunningRecord?.state).toBe('in_progress');
 
-          await clock.advance(ms(100));
-          expect(await store.get(long.key)).toBeUndefined();
-          expect(await store.get(longRunning.key)).toBeUndefined();
-          if (inWindow || mode === 'virtual') return;
-          if (attempt >= 5) {
-            throw new Error(
-              'ttl precision: five attempts in a row slept past the 150 ms window; the machine is too loaded to test it. Raise timeScale.',
-            );
-          }
-        }
+        await clock.advance(t.ms(100));
+        expect(await store.get(long.key)).toBeUndefined();
+        expect(await store.get(longRunning.key)).toBeUndefined();
       });
 
       define('expired records are invisible to every operation', async ({ store, clock }) => {
@@ -832,9 +906,9 @@ export function runStoreConformance<S extends IdempotencyStore>(
         }
       });
 
-      define(
+      defineTimed(
         'purgeExpired (when present) removes expired records and returns how many',
-        async ({ store, clock }) => {
+        async ({ store, clock, t }) => {
           if (store.purgeExpired === undefined) return;
           const raw = options.raw;
           const rawCount = async (): Promise<number | undefined> =>
@@ -842,21 +916,25 @@ export function runStoreConformance<S extends IdempotencyStore>(
           const base = key();
           const initial = await rawCount();
 
+          const ttl = t.ms(60);
           const expiring = [
-            claimInput(`${base}-running`, { leaseMs: ms(30), ttlMs: ms(60) }),
-            claimInput(`${base}-stale`, { leaseMs: ms(30), ttlMs: ms(60) }),
-            claimInput(`${base}-done`, { leaseMs: ms(30), ttlMs: ms(60) }),
+            claimInput(`${base}-running`, { leaseMs: t.ms(30), ttlMs: ttl }),
+            claimInput(`${base}-stale`, { leaseMs: t.ms(30), ttlMs: ttl }),
+            claimInput(`${base}-done`, { leaseMs: t.ms(30), ttlMs: ttl }),
           ];
           const live = claimInput(`${base}-live`);
+          const startedAt = clock.now();
           for (const input of [...expiring, live]) await acquire(store, input);
           const done = expiring[2]!;
-          await complete(store, done.key, done.token, 'completed', '"done"', ms(60));
+          await complete(store, done.key, done.token, 'completed', '"done"', ttl);
           const populated = await rawCount();
+          // Counted before any of them could expire (an engine may remove expired records itself).
+          t.within(startedAt, ttl);
           if (initial !== undefined && populated !== undefined) {
             expect(populated).toBeGreaterThanOrEqual(initial + expiring.length + 1);
           }
 
-          await clock.advance(ms(120));
+          await clock.advance(t.ms(120));
           const before = await rawCount();
           const removed = await store.purgeExpired();
           const after = await rawCount();
@@ -864,7 +942,10 @@ export function runStoreConformance<S extends IdempotencyStore>(
           expect(removed).toBeLessThanOrEqual(expiring.length);
           if (before !== undefined && after !== undefined && populated !== undefined) {
             expect(after).toBeLessThanOrEqual(populated - expiring.length);
-            expect(before - after).toBe(removed);
+            // What purgeExpired removed is gone; an engine with its own expiry (Redis) may also
+            // have removed some between the two counts, never fewer.
+            expect(before - after).toBeGreaterThanOrEqual(removed);
+            if (mode === 'virtual') expect(before - after).toBe(removed);
           }
           expect(await store.purgeExpired()).toBe(0);
           expect((await mustGet(store, live.key)).token).toBe(live.token);
@@ -1002,7 +1083,8 @@ export function runStoreConformance<S extends IdempotencyStore>(
     });
 
     describe('waitForChange', () => {
-      const WAIT = ms(4_000);
+      // Long waits: resolving before the timeout proves a push woke the waiter, on any machine.
+      const WAIT = ms(20_000);
 
       define('waitForChange (when present) resolves promptly after complete', async ({ store }) => {
         if (store.waitForChange === undefined) return;
@@ -1042,7 +1124,7 @@ export function runStoreConformance<S extends IdempotencyStore>(
           for (const target of [k, key('missing')]) {
             const start = performance.now();
             const waiting = watch(store.waitForChange(target, timeout));
-            expect(await waiting.settle(timeout + ms(2_000))).toBe('resolved');
+            expect(await waiting.settle(timeout + ms(10_000))).toBe('resolved');
             const elapsed = performance.now() - start;
             expect(elapsed).toBeGreaterThanOrEqual(timeout * 0.8);
           }
@@ -1056,10 +1138,10 @@ export function runStoreConformance<S extends IdempotencyStore>(
         const pending = watch(store.waitForChange(k, ms(10_000)));
         await sleep(ms(20));
         await store.close();
-        expect(SETTLED).toContain(await pending.settle(ms(2_000)));
+        expect(SETTLED).toContain(await pending.settle(ms(5_000)));
         // A wait that starts after close does not hang either.
         const late = watch(store.waitForChange(k, ms(50)));
-        expect(SETTLED).toContain(await late.settle(ms(2_000)));
+        expect(SETTLED).toContain(await late.settle(ms(5_000)));
       });
     });
 
