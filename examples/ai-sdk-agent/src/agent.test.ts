@@ -4,17 +4,23 @@ import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { main } from './agent.js';
 
-test('offline: the retried charge and the duplicate receipt are replayed, each effect runs once', async () => {
+test('offline: retries replay, each effect runs once, and the second user gets their own charge', async () => {
   const previous = process.env.OPENAI_API_KEY;
   delete process.env.OPENAI_API_KEY;
   try {
     const result = await main({ dataDir: mkdtempSync(join(tmpdir(), 'ai-sdk-agent-')) });
-    expect(result.charges).toBe(1);
-    expect(result.receipts).toBe(1);
-    expect(result.sideEffects).toBe(2);
-    // The retry in step 3, the parallel receipt, and the restarted server's charge.
+    // Ada is charged once (retry, restart), Bob once: the same words, another chat.
+    expect(result.charges).toEqual({ Ada: 1, Bob: 1 });
+    expect(result.receipts).toBe(2);
+    expect(result.sideEffects).toBe(4);
+    // Ada's retry in step 3, her parallel receipt, and the restarted server's charge.
     expect(result.replayed).toBe(3);
-    expect(result.transcript.join('\n')).toMatch(/"replayed":true\}\s+\[call_3\]/);
+    const text = result.transcript.join('\n');
+    expect(text).toMatch(/"replayed":true\}\s+\[call_3\]/);
+    // Bob's charge is fresh: ch_0002, not Ada's ch_0001 replayed.
+    const bob = text.slice(text.indexOf('3. Bob'));
+    expect(bob).toContain('"chargeId":"ch_0002"');
+    expect(bob).not.toContain('"replayed":true');
   } finally {
     if (previous !== undefined) process.env.OPENAI_API_KEY = previous;
   }

@@ -1,7 +1,12 @@
 /**
- * An AI SDK agent (the real `generateText` tool loop) whose tools are wrapped by
- * `idempotentTools`: a retried charge is replayed, a parallel duplicate receipt is sent once, and
- * a restarted server that re-runs the same conversation replays from the durable store.
+ * An AI SDK agent (the real `generateText` tool loop) behind a chat route: each request carries
+ * the chat id and the conversation's messages, as `useChat` sends them, and the route wraps the
+ * tools per request with `idempotentTools(tools, { store, conversationId: id })`.
+ *
+ * What it shows: a retried charge is replayed, a parallel duplicate receipt is sent once, a
+ * restarted server that re-runs the same conversation replays from the durable store, and a
+ * second user (another chat) who sends the very same words gets their own charge, not the first
+ * user's replayed.
  *
  * Offline by default (a scripted mock model); a real OpenAI model when OPENAI_API_KEY is set.
  * SQLite store by default; Redis when REDIS_URL is set.
@@ -33,31 +38,41 @@ class Ledger {
   }
 }
 
-/** The agent's tools, as you would write them for the AI SDK. */
-function shopTools(payments: Ledger, outbox: Ledger) {
+/** The signed-in user of a request (from the session cookie, in a real app). */
+interface User {
+  name: string;
+  email: string;
+  orderId: string;
+}
+
+/**
+ * The agent's tools, as you would write them for the AI SDK. They act for the signed-in user,
+ * so two users' calls can have the very same arguments (`charge_card({ amount: 1999 })`).
+ */
+function shopTools(user: User, payments: Ledger, outbox: Ledger) {
   return {
     lookup_order: tool({
-      description: 'Look up an order: its customer and amount due, in cents.',
-      inputSchema: z.object({ orderId: z.string() }),
-      execute: async ({ orderId }) => ({ orderId, customer: 'ada@example.com', amountDue: 1999 }),
+      description: "Look up the user's open order: its id and amount due, in cents.",
+      inputSchema: z.object({}),
+      execute: async () => ({ orderId: user.orderId, amountDue: 1999 }),
     }),
     charge_card: tool({
-      description: 'Charge the card on file for an order.',
-      inputSchema: z.object({ orderId: z.string(), amount: z.number().int() }),
-      execute: async ({ orderId, amount }) => {
+      description: "Charge the user's card on file for their open order.",
+      inputSchema: z.object({ amount: z.number().int() }),
+      execute: async ({ amount }) => {
         await new Promise((resolve) => setTimeout(resolve, 20)); // the vendor takes a moment
         const chargeId = `ch_${String(payments.entries.length + 1).padStart(4, '0')}`;
-        payments.append({ chargeId, orderId, amount });
-        return { chargeId, orderId, amount, status: 'succeeded' };
+        payments.append({ chargeId, user: user.name, orderId: user.orderId, amount });
+        return { chargeId, orderId: user.orderId, amount, status: 'succeeded' };
       },
     }),
     send_receipt: tool({
-      description: 'Email the receipt of a charge to the customer.',
-      inputSchema: z.object({ to: z.string(), chargeId: z.string() }),
-      execute: async ({ to, chargeId }) => {
+      description: 'Email the receipt of a charge to the user.',
+      inputSchema: z.object({ chargeId: z.string() }),
+      execute: async ({ chargeId }) => {
         await new Promise((resolve) => setTimeout(resolve, 10));
-        outbox.append({ to, chargeId });
-        return `receipt for ${chargeId} sent to ${to}`;
+        outbox.append({ to: user.email, chargeId });
+        return `receipt for ${chargeId} sent to ${user.email}`;
       },
     }),
   };
@@ -107,29 +122,18 @@ function scriptedModel(steps: Calls[], finalText: string): LanguageModel {
   });
 }
 
-const order = { orderId: 'ord_1001', amount: 1999 };
-
-/** What the offline model does: look up, charge, retry the charge, send the receipt twice. */
-function firstRunScript(): Calls[] {
-  return [
-    [{ tool: 'lookup_order', input: { orderId: order.orderId } }],
-    [{ tool: 'charge_card', input: order }],
-    // The model did not trust the reply (say it looked truncated) and charges again.
-    [{ tool: 'charge_card', input: order }],
-    // Two identical calls in one step, run in parallel by the AI SDK.
-    [
-      { tool: 'send_receipt', input: { to: 'ada@example.com', chargeId: 'ch_0001' } },
-      { tool: 'send_receipt', input: { to: 'ada@example.com', chargeId: 'ch_0001' } },
-    ],
-  ];
-}
+/** What both users type, word for word. */
+const PROMPT = 'Please charge my open order and email me the receipt.';
+const charge = { tool: 'charge_card', input: { amount: 1999 } };
+const receipt = (chargeId: string) => ({ tool: 'send_receipt', input: { chargeId } });
 
 export interface AgentResult {
   /** Real executions of side effects (charges + receipts). */
   sideEffects: number;
-  charges: number;
+  /** Real charges, per user. */
+  charges: Record<string, number>;
   receipts: number;
-  /** Tool results the model saw marked `replayed: true`. */
+  /** Tool results the models saw marked `replayed: true`. */
   replayed: number;
   transcript: string[];
 }
@@ -158,34 +162,34 @@ export async function main(
       ? createRedisStore(redis, { prefix })
       : openSqliteStore(join(dir, 'idempotency.sqlite'));
 
-  say('AI SDK agent with idempotent tools');
+  say('AI SDK agent with idempotent tools, behind a chat route');
   say(
     `  model: ${realModel ? `OpenAI ${process.env.OPENAI_MODEL ?? 'gpt-4o-mini'}` : 'scripted mock (offline)'}; store: ${redis ? 'Redis' : 'SQLite (.demo-data/idempotency.sqlite)'}`,
   );
-  const messages: ModelMessage[] = [
-    {
-      role: 'user',
-      content: `Please charge order ${order.orderId} and email the receipt to the customer.`,
-    },
-  ];
   let replayed = 0;
 
-  /** One server process handling the request: its own store connection and tool set. */
-  const serve = async (label: string, script: Calls[]) => {
-    say(`\n${label}`);
+  /**
+   * One server process handling one chat request, as a route handler would: `id` is the chat id
+   * the client (`useChat`) sends with the messages; the tools are wrapped per request with it.
+   */
+  const handleChatRequest = async (
+    request: { id: string; messages: ModelMessage[]; user: User },
+    script: Calls[],
+  ) => {
     const store = openStore();
-    const tools = idempotentTools(shopTools(payments, outbox), {
+    const tools = idempotentTools(shopTools(request.user, payments, outbox), {
       store,
+      conversationId: request.id, // the chat id: what tells this conversation from another
       exclude: ['lookup_order'], // read-only: no record needed
     });
     const model = realModel
       ? openai(process.env.OPENAI_MODEL ?? 'gpt-4o-mini')
-      : scriptedModel(script, 'Order ord_1001 is charged and the receipt is on its way.');
+      : scriptedModel(script, 'Your order is charged and the receipt is on its way.');
     const result = await generateText({
       model,
       tools,
-      instructions: 'You are a billing assistant. Use the tools; be brief.',
-      messages,
+      instructions: `You are a billing assistant for ${request.user.name}. Use the tools; be brief.`,
+      messages: request.messages,
       stopWhen: isStepCount(8),
     });
     for (const [i, step] of result.steps.entries()) {
@@ -206,20 +210,47 @@ export async function main(
     await store.close?.();
   };
 
-  await serve(
-    '1. The request: look up, charge, charge again (a retry), send the receipt twice in parallel',
-    firstRunScript(),
-  );
-  await serve(
-    '2. The server restarts and the client re-sends the same conversation: replayed from the store',
-    [[{ tool: 'charge_card', input: order }]],
-  );
+  const ada: User = { name: 'Ada', email: 'ada@example.com', orderId: 'ord_1001' };
+  const bob: User = { name: 'Bob', email: 'bob@example.com', orderId: 'ord_2002' };
+  const adaChat = { id: 'chat_ada_7f3a', messages: [{ role: 'user' as const, content: PROMPT }] };
+
+  say(`\n1. Ada (chat ${adaChat.id}): "${PROMPT}"`);
+  say('   The model charges, charges again (a retry), sends the receipt twice in parallel');
+  await handleChatRequest({ ...adaChat, user: ada }, [
+    [{ tool: 'lookup_order', input: {} }],
+    [charge],
+    // The model did not trust the reply (say it looked truncated) and charges again.
+    [charge],
+    // Two identical calls in one step, run in parallel by the AI SDK.
+    [receipt('ch_0001'), receipt('ch_0001')],
+  ]);
+
+  say(`\n2. The server restarts; Ada's client re-sends the same chat: replayed from the store`);
+  await handleChatRequest({ ...adaChat, user: ada }, [[charge]]);
+
+  const bobChat = { id: 'chat_bob_91c2', messages: [{ role: 'user' as const, content: PROMPT }] };
+  say(`\n3. Bob (chat ${bobChat.id}) sends the very same words: his own charge, not Ada's`);
+  await handleChatRequest({ ...bobChat, user: bob }, [
+    [{ tool: 'lookup_order', input: {} }],
+    [charge],
+    [receipt('ch_0002')],
+  ]);
   await redis?.quit();
 
-  const charges = payments.entries.length;
+  const charges: Record<string, number> = {};
+  for (const entry of payments.entries) {
+    const user = String(entry.user);
+    charges[user] = (charges[user] ?? 0) + 1;
+  }
   const receipts = outbox.entries.length;
   say(
-    `\nSide effects: ${charges} charge(s), ${receipts} receipt(s); ${replayed} replayed result(s).`,
+    `\nSide effects: charges ${JSON.stringify(charges)}, ${receipts} receipt(s); ${replayed} replayed result(s).`,
   );
-  return { sideEffects: charges + receipts, charges, receipts, replayed, transcript };
+  return {
+    sideEffects: payments.entries.length + receipts,
+    charges,
+    receipts,
+    replayed,
+    transcript,
+  };
 }

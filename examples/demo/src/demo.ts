@@ -184,16 +184,21 @@ export async function runDemo(
     [{ id: 'call_e1', name: 'charge_card', args: charge }],
     't-101',
   );
+  await step(
+    '7. Another user (Bob, his own chat) sends the same words and the model makes the same call:\n   his turn has its own id (the id of his message), so it is his own charge, not a replay',
+    [{ id: 'call_g1', name: 'charge_card', args: charge }],
+    'bob-chat-7:msg-1',
+  );
 
   say(
-    '\n7. Turn t-102: another agent process charges, stores the outcome, and is killed (SIGKILL) before it replies',
+    '\n8. Turn t-102: another agent process charges, stores the outcome, and is killed (SIGKILL) before it replies',
   );
   const crash = await runCrashingAgent(files.dir, charge, 't-102');
   say(
     `  process ${crash.pid} died by ${crash.signal}; the vendor ledger now holds ${vendor.charges.length} charges`,
   );
   await step(
-    '8. The restarted agent retries the call: the record in the SQLite file replays it',
+    '9. The restarted agent retries the call: the record in the SQLite file replays it',
     [{ id: 'call_f1', name: 'charge_card', args: charge }],
     't-102',
   );

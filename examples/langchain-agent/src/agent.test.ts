@@ -13,21 +13,25 @@ afterEach(() => {
   process.env = { ...saved };
 });
 
-test('offline: the lost reply, the later retry, the duplicate email and the restart are replays', async () => {
+test('offline: the lost reply, the later retry, the duplicate email and the restart are replays; Bob gets his own ticket', async () => {
   delete process.env.OPENAI_API_KEY;
   const result = await main({ dataDir: dataDir() });
-  expect(result.tickets).toBe(1);
-  expect(result.emails).toBe(1);
-  expect(result.sideEffects).toBe(2);
+  expect(result.ticketsBy).toEqual({ cus_ada: 1, cus_bob: 1 });
+  expect(result.emailsTo).toEqual({ 'ada@example.com': 1, 'bob@example.com': 1 });
+  expect(result.sideEffects).toBe(4);
   // The retried lost reply, the ticket opened again, the second email, and both after restart.
   expect(result.replayed).toBe(5);
-  expect(result.transcript.join('\n')).toMatch(/"replayed":true\} {2}\[call_2, REPLAYED\]/);
+  const transcript = result.transcript.join('\n');
+  expect(transcript).toMatch(/"replayed":true\} {2}\[call_2, REPLAYED\]/);
+  // Bob typed the same words and the model made the same call: his own ticket, not Ada's.
+  expect(transcript).toMatch(/"ticketId":"T-0002","customerId":"cus_bob".*\[call_8, ran\]/);
 });
 
 test('offline, the same run without the middleware: the duplicates it prevents', async () => {
   delete process.env.OPENAI_API_KEY;
   const result = await main({ dataDir: dataDir(), idempotent: false });
-  expect([result.tickets, result.emails]).toEqual([4, 3]);
+  expect(result.ticketsBy).toEqual({ cus_ada: 4, cus_bob: 1 });
+  expect(result.emailsTo).toEqual({ 'ada@example.com': 3, 'bob@example.com': 1 });
 });
 
 test('the OPENAI_API_KEY path (ChatOpenAI) against a local scripted OpenAI server', async () => {
@@ -46,15 +50,19 @@ test('the OPENAI_API_KEY path (ChatOpenAI) against a local scripted OpenAI serve
       },
     ],
   });
-  const ticket = { customerId: 'cus_42', title: 'Login broken' };
+  const ticket = { title: 'Login broken' };
   const script = [
-    () => toolCall('lookup_customer', { email: 'ada@example.com' }),
+    () => toolCall('lookup_customer', {}),
     () => toolCall('create_ticket', ticket),
-    () => toolCall('send_email', { to: 'ada@example.com', subject: 'Your ticket T-0001' }),
+    () => toolCall('send_email', { subject: 'Your ticket T-0001' }),
     () => ({ role: 'assistant', content: 'Ticket T-0001 is open.' }),
     // After the restart the model, unsure, opens the ticket again.
     () => toolCall('create_ticket', ticket),
     () => ({ role: 'assistant', content: 'Ticket T-0001 is open.' }),
+    // Bob, in his own chat, with the same words: the same call.
+    () => toolCall('create_ticket', ticket),
+    () => toolCall('send_email', { subject: 'Your ticket T-0002' }),
+    () => ({ role: 'assistant', content: 'Ticket T-0002 is open.' }),
   ];
   const server = createServer((req, res) => {
     let body = '';
@@ -83,20 +91,24 @@ test('the OPENAI_API_KEY path (ChatOpenAI) against a local scripted OpenAI serve
     process.env.OPENAI_BASE_URL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
     const result = await main({ dataDir: dataDir() });
 
-    expect([result.tickets, result.emails]).toEqual([1, 1]);
+    expect(result.ticketsBy).toEqual({ cus_ada: 1, cus_bob: 1 });
+    expect(result.emailsTo).toEqual({ 'ada@example.com': 1, 'bob@example.com': 1 });
     const descriptions = Object.fromEntries(
       (requests[0]?.tools ?? []).map((t) => [t.function.name, t.function.description]),
     );
     expect(descriptions).toEqual({
-      lookup_customer: 'Find a customer by email.',
-      create_ticket: `Open a support ticket for a customer.\n\n${RETRY_SAFE_NOTE}`,
-      send_email: `Email a customer.\n\n${RETRY_SAFE_NOTE}`,
+      lookup_customer: 'The signed-in customer.',
+      create_ticket: `Open a support ticket for the signed-in customer.\n\n${RETRY_SAFE_NOTE}`,
+      send_email: `Email the signed-in customer.\n\n${RETRY_SAFE_NOTE}`,
     });
     // The model read the replayed ticket (the lost reply's retry, and the one after restart).
     const toolReplies = (i: number) =>
       requests[i]?.messages.filter((m) => m.role === 'tool').map((m) => m.content) ?? [];
     expect(toolReplies(2)[1]).toMatch(/"ticketId":"T-0001".*"replayed":true/);
     expect(toolReplies(5).at(-1)).toMatch(/"ticketId":"T-0001".*"replayed":true/);
+    // Bob's ticket ran for him.
+    expect(toolReplies(7).at(-1)).toMatch(/"ticketId":"T-0002","customerId":"cus_bob"/);
+    expect(toolReplies(7).at(-1)).not.toMatch(/replayed/);
   } finally {
     server.close();
   }

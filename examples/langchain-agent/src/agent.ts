@@ -1,8 +1,11 @@
 /**
- * A LangChain `createAgent` support agent whose tools are made idempotent by one middleware:
- * a ticket whose reply is lost is replayed by `toolRetryMiddleware`'s retry, a later-step retry
- * and a parallel duplicate email run once, and a restarted server that re-runs the same turn
- * replays from the durable store.
+ * A LangChain `createAgent` support agent behind a chat backend, whose tools are made idempotent
+ * by one middleware. Each request carries the chat id and the messages the client posts; the
+ * backend passes the chat id as the graph's `thread_id`, which tells one conversation from
+ * another. A ticket whose reply is lost is replayed by `toolRetryMiddleware`'s retry, a
+ * later-step retry and a parallel duplicate email run once, a restarted server that re-runs the
+ * same turn replays from the durable store, and a second user typing the same words gets their
+ * own ticket.
  *
  * Offline by default (LangChain's own scripted `fakeModel`); a real OpenAI model when
  * OPENAI_API_KEY is set (OPENAI_MODEL, OPENAI_BASE_URL). SQLite store in `.demo-data/`.
@@ -10,11 +13,11 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { idempotencyOf } from '@idempotent-tools/langchain';
+import { type IdempotencyStore, idempotencyOf } from '@idempotent-tools/langchain';
 import { idempotentToolsMiddleware } from '@idempotent-tools/langchain/middleware';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
-import { AIMessage, type BaseMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
+import { AIMessage, type BaseMessage, ToolMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 import { tool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
@@ -43,37 +46,53 @@ class Ledger {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The signed-in customer of a chat, as the backend's session knows them. */
+interface Customer {
+  customerId: string;
+  name: string;
+  email: string;
+}
+const CUSTOMERS: Record<string, Customer> = {
+  'chat-ada': { customerId: 'cus_ada', name: 'Ada Lovelace', email: 'ada@example.com' },
+  'chat-bob': { customerId: 'cus_bob', name: 'Bob Babbage', email: 'bob@example.com' },
+};
+/** The tools act for the chat's customer (the runtime context), not for whom the model names. */
+const customerOf = (config: { context?: unknown }) =>
+  (config.context as { customer: Customer }).customer;
+
 /** The agent's tools, as you would write them for LangChain: nothing idempotent about them. */
 function supportTools(tickets: Ledger, outbox: Ledger) {
   return [
-    tool(async ({ email }) => ({ customerId: 'cus_42', name: 'Ada Lovelace', email }), {
+    tool(async (_args, config) => customerOf(config), {
       name: 'lookup_customer',
-      description: 'Find a customer by email.',
-      schema: z.object({ email: z.string() }),
+      description: 'The signed-in customer.',
+      schema: z.object({}),
     }),
     tool(
-      async ({ customerId, title }) => {
+      async ({ title }, config) => {
         await sleep(20); // the ticket service takes a moment
+        const { customerId } = customerOf(config);
         const ticketId = `T-${String(tickets.entries.length + 1).padStart(4, '0')}`;
         tickets.append({ ticketId, customerId, title });
         return { ticketId, customerId, title, status: 'open' };
       },
       {
         name: 'create_ticket',
-        description: 'Open a support ticket for a customer.',
-        schema: z.object({ customerId: z.string(), title: z.string() }),
+        description: 'Open a support ticket for the signed-in customer.',
+        schema: z.object({ title: z.string() }),
       },
     ),
     tool(
-      async ({ to, subject }) => {
+      async ({ subject }, config) => {
         await sleep(10);
-        outbox.append({ to, subject });
-        return `email "${subject}" sent to ${to}`;
+        const { email } = customerOf(config);
+        outbox.append({ to: email, subject });
+        return `email "${subject}" sent to ${email}`;
       },
       {
         name: 'send_email',
-        description: 'Email a customer.',
-        schema: z.object({ to: z.string(), subject: z.string() }),
+        description: 'Email the signed-in customer.',
+        schema: z.object({ subject: z.string() }),
       },
     ),
   ];
@@ -107,25 +126,31 @@ function ticketIdIn(messages: BaseMessage[]): string {
   return (JSON.parse(reply?.text ?? '{}') as { ticketId?: string }).ticketId ?? 'T-?';
 }
 
-/** LangChain's own scripted chat model: the turn, step by step. */
-function scriptedModel(restart: boolean) {
-  const ticket = { customerId: 'cus_42', title: 'Cannot log in since the password reset' };
+/**
+ * LangChain's own scripted chat model: the turn, step by step. The first run is the eventful
+ * one; later runs (the restarted server, the other user) open the ticket and email it.
+ */
+function scriptedModel(first: boolean) {
+  const ticket = {
+    name: 'create_ticket',
+    args: { title: 'Cannot log in since the password reset' },
+  };
   const email = (messages: BaseMessage[]) => ({
     name: 'send_email',
-    args: { to: 'ada@example.com', subject: `Your ticket ${ticketIdIn(messages)}` },
+    args: { subject: `Your ticket ${ticketIdIn(messages)}` },
   });
   const model = fakeModel();
-  if (!restart) {
+  if (first) {
     model
-      .respond(calls({ name: 'lookup_customer', args: { email: 'ada@example.com' } }))
-      .respond(calls({ name: 'create_ticket', args: ticket }))
-      // Not sure the ticket went through, the model opens it again, and emails Ada twice.
-      .respond((m) => calls({ name: 'create_ticket', args: ticket }, email(m), email(m)));
+      .respond(calls({ name: 'lookup_customer', args: {} }))
+      .respond(calls(ticket))
+      // Not sure the ticket went through, the model opens it again, and emails the customer twice.
+      .respond((m) => calls(ticket, email(m), email(m)));
   } else {
-    model.respond(calls({ name: 'create_ticket', args: ticket })).respond((m) => calls(email(m)));
+    model.respond(calls(ticket)).respond((m) => calls(email(m)));
   }
   return model.respond(
-    (m) => new AIMessage(`Ticket ${ticketIdIn(m)} is open; Ada has the number.`),
+    (m) => new AIMessage(`Ticket ${ticketIdIn(m)} is open; it is in your inbox.`),
   );
 }
 
@@ -153,10 +178,16 @@ export interface MainResult {
   sideEffects: number;
   tickets: number;
   emails: number;
+  /** Tickets opened, per customer id. */
+  ticketsBy: Record<string, number>;
+  /** Emails sent, per address. */
+  emailsTo: Record<string, number>;
   /** Tool results that were replays. */
   replayed: number;
   transcript: string[];
 }
+
+const PROMPT = "I can't log in since my password reset. Open a ticket and email me its number.";
 
 export async function main(options: MainOptions = {}): Promise<MainResult> {
   callIds = 0;
@@ -171,52 +202,62 @@ export async function main(options: MainOptions = {}): Promise<MainResult> {
   const tickets = new Ledger(join(dir, 'tickets.jsonl'));
   const outbox = new Ledger(join(dir, 'outbox.jsonl'));
   const real = Boolean(process.env.OPENAI_API_KEY);
-  const config = { configurable: { thread_id: 'support-thread-1' } };
-  const question = new HumanMessage({
-    id: 'msg-1', // the id your app stores the message under: the turn id is thread + this id
-    content:
-      "Ada (ada@example.com) can't log in since her password reset. Open a ticket and email her its number.",
-  });
   let replayed = 0;
   const network = flakyNetwork(print);
 
-  const runTurn = async (restart: boolean) => {
-    const store = openSqliteStore(join(dir, 'idempotency.sqlite'));
-    try {
-      const agent = createAgent({
-        model: real ? realModel() : scriptedModel(restart),
-        tools: supportTools(tickets, outbox),
-        systemPrompt: 'You are a support agent. Use the tools, then answer in one sentence.',
-        middleware: [
-          toolRetryMiddleware({ maxRetries: 2, initialDelayMs: 10 }) as unknown as AgentMiddleware,
-          network,
-          ...(options.idempotent === false
-            ? []
-            : [idempotentToolsMiddleware({ store, exclude: ['lookup_customer'] })]),
-        ],
-      });
-      const stream = await agent.stream(
-        { messages: [question] },
-        { ...config, streamMode: 'updates' },
-      );
-      for await (const update of stream) {
-        for (const node of Object.values(update) as Array<{ messages?: BaseMessage[] }>) {
-          for (const message of node?.messages ?? []) {
-            if (AIMessage.isInstance(message) && (message.tool_calls?.length ?? 0) > 0) {
-              for (const c of message.tool_calls ?? []) {
-                print(`model -> ${c.name} ${JSON.stringify(c.args)}  [${c.id}]`);
-              }
-            } else if (AIMessage.isInstance(message)) {
-              print(`model: ${message.text}`);
-            } else if (ToolMessage.isInstance(message)) {
-              const meta = idempotencyOf(message);
-              if (meta?.replayed) replayed++;
-              const how = meta === undefined ? 'read-only' : meta.replayed ? 'REPLAYED' : 'ran';
-              print(`  ${message.name}: ${message.text}  [${message.tool_call_id}, ${how}]`);
+  /**
+   * The chat backend: one request of a chat client (the chat id, the messages so far as the
+   * client posts them: no ids).
+   */
+  const handleChat = async (
+    store: IdempotencyStore,
+    first: boolean,
+    request: { chatId: string; messages: Array<{ role: 'user'; content: string }> },
+  ) => {
+    const agent = createAgent({
+      model: real ? realModel() : scriptedModel(first),
+      tools: supportTools(tickets, outbox),
+      systemPrompt: `You are a support agent. It is ${new Date().toISOString()}. Use the tools, then answer in one sentence.`,
+      middleware: [
+        toolRetryMiddleware({ maxRetries: 2, initialDelayMs: 10 }) as unknown as AgentMiddleware,
+        network,
+        ...(options.idempotent === false
+          ? []
+          : [idempotentToolsMiddleware({ store, exclude: ['lookup_customer'] })]),
+      ],
+    });
+    const stream = await agent.stream(
+      { messages: request.messages },
+      {
+        configurable: { thread_id: request.chatId }, // what tells this conversation from another
+        context: { customer: CUSTOMERS[request.chatId] },
+        streamMode: 'updates',
+      },
+    );
+    for await (const update of stream) {
+      for (const node of Object.values(update) as Array<{ messages?: BaseMessage[] }>) {
+        for (const message of node?.messages ?? []) {
+          if (AIMessage.isInstance(message) && (message.tool_calls?.length ?? 0) > 0) {
+            for (const c of message.tool_calls ?? []) {
+              print(`model -> ${c.name} ${JSON.stringify(c.args)}  [${c.id}]`);
             }
+          } else if (AIMessage.isInstance(message)) {
+            print(`model: ${message.text}`);
+          } else if (ToolMessage.isInstance(message)) {
+            const meta = idempotencyOf(message);
+            if (meta?.replayed) replayed++;
+            const how = meta === undefined ? 'read-only' : meta.replayed ? 'REPLAYED' : 'ran';
+            print(`  ${message.name}: ${message.text}  [${message.tool_call_id}, ${how}]`);
           }
         }
       }
+    }
+  };
+  /** One server process (its own connection to the SQLite file) serving one request. */
+  const serve = async (first: boolean, chatId: string) => {
+    const store = openSqliteStore(join(dir, 'idempotency.sqlite'));
+    try {
+      await handleChat(store, first, { chatId, messages: [{ role: 'user', content: PROMPT }] });
     } finally {
       store.close();
     }
@@ -226,24 +267,33 @@ export async function main(options: MainOptions = {}): Promise<MainResult> {
     `LangChain createAgent, idempotent tools (${real ? `model ${process.env.OPENAI_MODEL ?? 'gpt-4o-mini'}` : 'offline: scripted fakeModel'}; SQLite store in .demo-data/)`,
   );
   print('');
-  print(`user: ${question.text}`);
-  await runTurn(false);
+  print(`Ada (thread_id chat-ada): ${PROMPT}`);
+  await serve(true, 'chat-ada');
   print('');
-  print(
-    'The server restarts; the client sends the same turn again (same thread, same message id):',
-  );
-  await runTurn(true);
+  print("The server restarts; Ada's client sends the same turn again (same chat, same message):");
+  await serve(false, 'chat-ada');
+  print('');
+  print(`Bob (thread_id chat-bob), another user, types the same words: ${PROMPT}`);
+  await serve(false, 'chat-bob');
 
-  const result = {
+  const count = (entries: Array<Record<string, unknown>>, field: string) => {
+    const counts: Record<string, number> = {};
+    for (const entry of entries)
+      counts[String(entry[field])] = (counts[String(entry[field])] ?? 0) + 1;
+    return counts;
+  };
+  const result: MainResult = {
     tickets: tickets.entries.length,
     emails: outbox.entries.length,
     sideEffects: tickets.entries.length + outbox.entries.length,
+    ticketsBy: count(tickets.entries, 'customerId'),
+    emailsTo: count(outbox.entries, 'to'),
     replayed,
     transcript,
   };
   print('');
   print(
-    `Side effects: ${result.tickets} ticket(s), ${result.emails} email(s); ${replayed} tool results were replays.${real ? '' : ' (Without the middleware: 4 tickets, 3 emails.)'}`,
+    `Side effects: ${result.tickets} ticket(s) ${JSON.stringify(result.ticketsBy)}, ${result.emails} email(s) ${JSON.stringify(result.emailsTo)}; ${replayed} tool results were replays.${real ? '' : ' (Without the middleware: Ada gets 4 tickets and 3 emails.)'}`,
   );
   return result;
 }

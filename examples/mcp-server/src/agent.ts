@@ -1,12 +1,16 @@
 /**
- * An MCP server whose mutating tool is idempotent (`idempotentServer`), and a scripted client
- * that loses replies and retries, over Streamable HTTP on 127.0.0.1:
+ * An MCP server whose mutating tool is idempotent (`idempotentServer`), and two users' client
+ * apps (the SDK's own `Client`), over Streamable HTTP on 127.0.0.1. Each app connects its own
+ * MCP client and sends its id of the user's message as `_meta["io.idempotent-tools/turn-id"]`
+ * with every call of that turn (what the server keys the call by):
  *
- * 1. the reply to `create_ticket` is lost after the ticket was created; the client retries (same
- *    session, new JSON-RPC id): the stored result is replayed, no second ticket;
- * 2. two identical calls at once: one ticket, the other call waits and replays;
- * 3. the reply is lost, the server restarts, the client reconnects (a new session) and retries
- *    with its turn id in `_meta`: replayed from the SQLite store.
+ * 1. Alice: the reply to `create_ticket` is lost after the ticket was created; her app retries
+ *    (same turn id, new JSON-RPC id): the stored result is replayed, no second ticket;
+ * 2. Bob, another user, asks for the same ticket with the same words: his own ticket;
+ * 3. Alice's model calls the tool twice at once in one turn: one ticket, the other call replays;
+ * 4. Alice asks for it again in a new message (a new turn): a new ticket, on purpose;
+ * 5. the reply is lost, the server restarts, Alice's app reconnects (a new session) and retries
+ *    the turn: replayed from the SQLite store.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -35,16 +39,28 @@ export interface MainResult {
   calls: number;
   /** Results that came back marked replayed. */
   replayed: number;
-  /** Tickets created more than once for the same title (must be 0). */
+  /** Tickets created more than once for the same user turn and title (must be 0). */
   duplicates: number;
   transcript: string[];
 }
 
-async function connect(url: URL): Promise<Client> {
-  const client = new Client({ name: 'scripted-client', version: '1.0.0' });
+/** A user's client app: its own MCP client; `turn()` starts a user message (a new turn id). */
+async function connectApp(url: URL, user: string) {
+  const client = new Client({ name: 'helpdesk-chat', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(url));
-  return client;
+  let turnId = randomUUID();
+  return {
+    user,
+    client,
+    /** The user sends a new message: a new turn id (the app's id of that message). */
+    turn: () => {
+      turnId = randomUUID();
+    },
+    meta: () => ({ [TURN_ID_META]: turnId }),
+  };
 }
+
+type App = Awaited<ReturnType<typeof connectApp>>;
 
 export async function main(options: MainOptions = {}): Promise<MainResult> {
   const transcript: string[] = [];
@@ -67,66 +83,82 @@ export async function main(options: MainOptions = {}): Promise<MainResult> {
       createServer: () => createHelpdeskServer(helpdesk, idempotency, log),
       log,
     });
-    return { store, server, client: await connect(server.url) };
+    return { store, server };
   };
-  /** One `create_ticket` call as the client sees it: a result, or a lost reply. */
-  const createTicket = async (client: Client, title: string, meta?: Record<string, string>) => {
+  /** One `create_ticket` call as the app sees it: a result, or a lost reply. */
+  const createTicket = async (app: App, title: string) => {
     calls++;
     try {
-      const result = (await client.callTool({
+      const result = (await app.client.callTool({
         name: 'create_ticket',
         arguments: { title, priority: 'high' },
-        ...(meta === undefined ? {} : { _meta: meta }),
+        _meta: app.meta(),
       })) as CallToolResult;
       const isReplay = result._meta?.[REPLAYED_META] === true;
       if (isReplay) replayed++;
       const text = result.content?.[0]?.type === 'text' ? result.content[0].text : '';
-      log(`← ${text}${isReplay ? `   (replayed: _meta["${REPLAYED_META}"] = true)` : ''}`);
+      log(`← ${app.user}: ${text.replaceAll('\n\n', ' ')}`);
     } catch (error) {
-      log(`← client error: ${error instanceof Error ? error.message : String(error)}; retrying`);
+      log(
+        `← ${app.user}: client error: ${error instanceof Error ? error.message : String(error)}; retrying`,
+      );
     }
   };
 
   let running = await start();
   log(`MCP server at ${running.server.url} (Streamable HTTP, JSON responses)`);
   log(`idempotency store: SQLite ${relative(process.cwd(), dbPath) || dbPath}`);
-  const { tools } = await running.client.listTools();
+  let alice = await connectApp(running.server.url, 'alice');
+  const bob = await connectApp(running.server.url, 'bob');
+  const { tools } = await alice.client.listTools();
   for (const tool of tools)
     log(`  tool ${tool.name}: annotations ${JSON.stringify(tool.annotations)}`);
 
-  log('\n1. The reply is lost after the tool ran; the client retries in the same session');
+  log('\n1. Alice: "Open a ticket, the printer is on fire". The reply is lost after the tool ran;');
+  log('   her app retries the turn (same turn id)');
   running.server.dropNextReply();
-  await createTicket(running.client, 'Printer on fire');
-  await createTicket(running.client, 'Printer on fire');
+  await createTicket(alice, 'Printer on fire');
+  await createTicket(alice, 'Printer on fire');
 
-  log('\n2. Two identical calls at once');
-  await Promise.all([
-    createTicket(running.client, 'VPN down'),
-    createTicket(running.client, 'VPN down'),
-  ]);
+  log('\n2. Bob, another user, sends the same words: his own ticket');
+  await createTicket(bob, 'Printer on fire');
 
-  log('\n3. The reply is lost, the server restarts, the client reconnects (new session)');
-  log('   and retries with its turn id in _meta');
-  const turnId = randomUUID(); // the host's id of the user's message
-  const meta = { [TURN_ID_META]: turnId };
+  log('\n3. Alice: "VPN is down". Her model calls the tool twice at once in that turn');
+  alice.turn();
+  await Promise.all([createTicket(alice, 'VPN down'), createTicket(alice, 'VPN down')]);
+
+  log('\n4. Alice, in a new message: "The printer is on fire again, open another one"');
+  alice.turn();
+  await createTicket(alice, 'Printer on fire');
+
+  log('\n5. Alice: "My laptop was stolen". The reply is lost, the server restarts, her app');
+  log('   reconnects (a new session) and retries the turn');
+  alice.turn();
+  const meta = alice.meta();
   running.server.dropNextReply();
-  await createTicket(running.client, 'Laptop stolen', meta);
-  await running.client.close();
+  await createTicket(alice, 'Laptop stolen');
+  await alice.client.close();
+  await bob.client.close();
   await running.server.close();
   running.store.close();
   log('  [server] restarted on the same SQLite file');
   running = await start();
-  await createTicket(running.client, 'Laptop stolen', meta);
+  alice = await connectApp(running.server.url, 'alice');
+  alice.meta = () => meta; // the same user message, sent again
+  await createTicket(alice, 'Laptop stolen');
 
-  await running.client.close();
+  await alice.client.close();
   await running.server.close();
   running.store.close();
 
-  const titles = helpdesk.tickets.map((ticket) => ticket.title);
-  const duplicates = titles.length - new Set(titles).size;
+  // A duplicate: two tickets for one user turn and title (a retry that ran the tool again).
+  const perTurn = helpdesk.tickets.map((ticket) => `${ticket.turn} ${ticket.title}`);
+  const duplicates = perTurn.length - new Set(perTurn).size;
   log(
-    `\ncreate_ticket: ${calls} calls sent, ${replayed} replayed, ${helpdesk.tickets.length} tickets created: ${helpdesk.tickets.map((t) => t.id).join(', ')}`,
+    `\ncreate_ticket: ${calls} calls sent, ${replayed} replayed, ${helpdesk.tickets.length} tickets created: ${helpdesk.tickets.map((t) => `${t.id} ${t.title}`).join(', ')}`,
   );
-  log(duplicates === 0 ? 'Every ticket was created once.' : `${duplicates} duplicate tickets!`);
+  log(
+    duplicates === 0 ? 'Every user turn got its ticket once.' : `${duplicates} duplicate tickets!`,
+  );
   return { sideEffects: helpdesk.tickets.length, calls, replayed, duplicates, transcript };
 }

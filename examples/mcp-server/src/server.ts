@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Idempotency, idempotentServer } from '@idempotent-tools/mcp';
+import { type Idempotency, idempotencyContext, idempotentServer } from '@idempotent-tools/mcp';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
@@ -14,19 +14,26 @@ export interface Ticket {
   id: string;
   title: string;
   priority: 'low' | 'high';
+  /** The user turn that asked for it (the key's turn part): one ticket per turn and title. */
+  turn: string | undefined;
 }
 
 /** The side effect: a helpdesk with no idempotency of its own (every create is a new ticket). */
 export class Helpdesk {
   readonly tickets: Ticket[] = [];
-  create(title: string, priority: Ticket['priority']): Ticket {
-    const ticket = { id: `T-${this.tickets.length + 1}`, title, priority };
+  create(title: string, priority: Ticket['priority'], turn: string | undefined): Ticket {
+    const ticket = { id: `T-${this.tickets.length + 1}`, title, priority, turn };
     this.tickets.push(ticket);
     return ticket;
   }
 }
 
-/** One McpServer (per session), its tools wrapped by `idempotentServer`. */
+/**
+ * One McpServer (per session), its tools wrapped by `idempotentServer`. A call is identified by
+ * the client's turn id (`_meta["io.idempotent-tools/turn-id"]`, sent by each client app with
+ * every call of a user turn); a client that sends none is identified by its session for
+ * `sessionWindow` (5 minutes) only.
+ */
 export function createHelpdeskServer(
   helpdesk: Helpdesk,
   idempotency: Idempotency,
@@ -42,13 +49,13 @@ export function createHelpdeskServer(
       description: 'Open a support ticket.',
       inputSchema: { title: z.string(), priority: z.enum(['low', 'high']).default('low') },
     },
-    async ({ title, priority }) => {
+    async ({ title, priority }, extra) => {
       await new Promise((resolve) => setTimeout(resolve, 50)); // the helpdesk API takes a moment
-      const ticket = helpdesk.create(title, priority);
+      const ticket = helpdesk.create(title, priority, idempotencyContext(extra)?.turnId);
       log(`  [helpdesk] created ${ticket.id} "${title}" (side effect #${helpdesk.tickets.length})`);
       return {
         content: [{ type: 'text', text: `Created ticket ${ticket.id}: ${title}` }],
-        structuredContent: { ...ticket },
+        structuredContent: { id: ticket.id, title, priority },
       };
     },
   );

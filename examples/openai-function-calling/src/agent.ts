@@ -3,10 +3,13 @@
  * OpenAI-compatible server that drops a connection after the request arrived (the SDK retries)
  * and cuts a reply mid-body (the app runs the turn again). The `create_ticket` tool runs through
  * `@idempotent-tools/openai`: the model's repeated calls are replayed, the ticket is opened once.
+ * Each chat passes its id (`conversationId`), as a real app does: a second user who sends the
+ * very same words gets a ticket of their own, not the first user's replayed.
  *
- * Part 1: Chat Completions with `createToolDispatcher`. Part 2: the Agents SDK with
- * `wrapAgentTools`. Offline by default; the real API when OPENAI_API_KEY is set (then the lost
- * answer is simulated by the app, since a real network cannot be made to fail on cue).
+ * Part 1: Chat Completions with `createToolDispatcher` (Ann, then Bob with the same words).
+ * Part 2: the Agents SDK with `wrapAgentTools` (Cy). Offline by default; the real API when
+ * OPENAI_API_KEY is set (then the lost answer is simulated by the app, since a real network
+ * cannot be made to fail on cue).
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,14 +38,20 @@ type TicketArgs = z.infer<typeof ticketArgs>;
 
 /** The side effect: a ticket system with no idempotency of its own. */
 class TicketSystem {
-  readonly tickets: Array<{ id: string; title: string }> = [];
+  readonly tickets: Array<{ id: string; title: string; requester: string }> = [];
   constructor(private readonly print: (line: string) => void) {}
-  create(args: TicketArgs) {
-    const ticket = { id: `T-${this.tickets.length + 1}`, title: args.title };
+  create(args: TicketArgs, requester: string) {
+    const ticket = { id: `T-${this.tickets.length + 1}`, title: args.title, requester };
     this.tickets.push(ticket);
-    this.print(`    side effect: ticket ${ticket.id} opened`);
+    this.print(`    side effect: ticket ${ticket.id} opened for ${requester}`);
     return { ticket: ticket.id, title: args.title, priority: args.priority };
   }
+}
+
+/** A chat of the app: its id is the conversation identity the tools are keyed by. */
+interface Chat {
+  id: string;
+  user: string;
 }
 
 /** The scripted model of the offline run: two identical calls (a parallel duplicate) for chat. */
@@ -83,12 +92,15 @@ export async function main(options: MainOptions = {}) {
     ? undefined
     : await startScriptedServer({
         respond: scriptedModel,
-        // chat: dropped, ok (tool calls), cut (the answer), ok (tool call again), ok (answer);
-        // agents: dropped, ok (tool call), cut, ok (tool call again), ok (answer)
+        // Ann: dropped, ok (tool calls), cut (the answer), ok (tool calls again), ok (answer);
+        // Bob: ok (tool calls), ok (answer);
+        // Cy (agents): dropped, ok (tool call), cut, ok (tool call again), ok (answer)
         faults: [
           'drop',
           undefined,
           'truncate',
+          undefined,
+          undefined,
           undefined,
           undefined,
           'drop',
@@ -122,36 +134,44 @@ export async function main(options: MainOptions = {}) {
     `OpenAI function calling over a flaky network (${live ? `real API, ${model}` : `offline: scripted server at ${server?.baseURL}`})`,
   );
   print(`Store: SQLite ${dbFile}`);
+  const prompt = 'The printer on floor 3 is on fire';
   try {
     print('\n1. Chat Completions + createToolDispatcher');
-    await chatCompletions(openai, model, idempotency, system, print, countReplays, live);
+    const chat = { openai, model, idempotency, system, print, countReplays };
+    await chatCompletions(chat, { id: 'chat-ann-1', user: 'ann' }, prompt, live);
+    print('  -- another user, the very same words: a ticket of their own --');
+    await chatCompletions(chat, { id: 'chat-bob-1', user: 'bob' }, prompt, false);
     print('\n2. Agents SDK + wrapAgentTools');
-    await agentsSdk(openai, model, idempotency, system, print, countReplays, live);
+    await agentsSdk(chat, { id: 'chat-cy-1', user: 'cy' }, live);
   } finally {
     store.close();
     await server?.close();
   }
-  const titles = system.tickets.map((t) => t.title);
-  const duplicates = titles.length - new Set(titles).size;
+  const requests = system.tickets.map((t) => `${t.requester}: ${t.title}`);
+  const duplicates = requests.length - new Set(requests).size;
   print(
-    `\n${system.tickets.length} ticket(s) opened for 2 requests; ${replayed} repeated call(s) replayed; ${duplicates} duplicate(s).`,
+    `\n${system.tickets.length} ticket(s) opened for 3 requests of 3 users; ${replayed} repeated call(s) replayed; ${duplicates} duplicate(s).`,
   );
-  return { sideEffects: system.tickets.length, duplicates, replayed, transcript };
+  const users = system.tickets.map((t) => t.requester);
+  return { sideEffects: system.tickets.length, duplicates, replayed, users, transcript };
 }
 
-type Print = (line: string) => void;
+interface App {
+  openai: OpenAI;
+  model: string;
+  idempotency: Idempotency;
+  system: TicketSystem;
+  print: (line: string) => void;
+  countReplays: (output: string) => void;
+}
 
-async function chatCompletions(
-  openai: OpenAI,
-  model: string,
-  idempotency: Idempotency,
-  system: TicketSystem,
-  print: Print,
-  countReplays: (output: string) => void,
-  live: boolean,
-) {
+async function chatCompletions(app: App, chat: Chat, prompt: string, live: boolean) {
+  const { openai, model, idempotency, system, print, countReplays } = app;
   const tools = createToolDispatcher(idempotency, {
-    create_ticket: { schema: ticketArgs, execute: (args: TicketArgs) => system.create(args) },
+    create_ticket: {
+      schema: ticketArgs,
+      execute: (args: TicketArgs) => system.create(args, chat.user),
+    },
   });
   const definitions: ChatCompletionFunctionTool[] = tools.describe([
     {
@@ -165,9 +185,9 @@ async function chatCompletions(
   ]);
   const history: ChatCompletionMessageParam[] = [
     { role: 'system', content: 'You are a helpdesk agent. Open a ticket for every problem.' },
-    { role: 'user', content: 'The printer on floor 3 is on fire' },
+    { role: 'user', content: prompt },
   ];
-  print(`  user: ${(history[1] as { content: string }).content}`);
+  print(`  ${chat.user} (${chat.id}): ${prompt}`);
   let loseAnswer = live; // with the real API the app simulates the lost answer once
   for (let attempt = 1; attempt <= 3; attempt++) {
     const messages = [...history]; // the app saved the user message only: the turn restarts
@@ -193,7 +213,8 @@ async function chatCompletions(
           if (call.type === 'function')
             print(`  model: ${call.function.name}(${call.function.arguments}) [${call.id}]`);
         }
-        for (const out of await tools.runChat(message, { messages })) {
+        // The chat id tells this conversation from every other one with the same words.
+        for (const out of await tools.runChat(message, { messages, conversationId: chat.id })) {
           print(`  tool -> ${out.content} [${out.tool_call_id}]`);
           countReplays(out.content as string);
           messages.push(out);
@@ -207,20 +228,13 @@ async function chatCompletions(
   }
 }
 
-async function agentsSdk(
-  openai: OpenAI,
-  model: string,
-  idempotency: Idempotency,
-  system: TicketSystem,
-  print: Print,
-  countReplays: (output: string) => void,
-  live: boolean,
-) {
+async function agentsSdk(app: App, chat: Chat, live: boolean) {
+  const { openai, model, idempotency, system, print, countReplays } = app;
   const createTicket = tool({
     name: 'create_ticket',
     description: 'Open a support ticket.',
     parameters: ticketArgs,
-    execute: (args) => system.create(args),
+    execute: (args) => system.create(args, chat.user),
   });
   const agent = wrapAgentTools(
     idempotency,
@@ -241,11 +255,12 @@ async function agentsSdk(
     countReplays(output);
   });
   const input = 'The VPN drops every five minutes';
-  print(`  user: ${input}`);
+  print(`  ${chat.user} (${chat.id}): ${input}`);
   let loseAnswer = live;
   for (let attempt = 1; attempt <= 3; attempt++) {
     try {
-      const result = await run(agent, input, { maxTurns: 4 });
+      // The chat id travels in the run context (and in a saved RunState, for approvals).
+      const result = await run(agent, input, { maxTurns: 4, context: { conversationId: chat.id } });
       if (loseAnswer) {
         loseAnswer = false;
         throw new Error('simulated: the answer was lost on the way');

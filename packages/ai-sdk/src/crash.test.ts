@@ -3,10 +3,17 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/openai/testing';
 import { countEffects } from '@idempotent-tools/testing';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OutcomeUnknownError } from './index.js';
-import { type Crash, runChargeAgent } from './test-utils/crash-agent.js';
+import { type Crash, chargeModel, runChargeAgent } from './test-utils/crash-agent.js';
+
+let server: ScriptedServer;
+beforeAll(async () => {
+  server = await startScriptedServer({ respond: chargeModel });
+});
+afterAll(() => server.close());
 
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 
@@ -16,7 +23,11 @@ function runChild(env: { CRASH_DB: string; CRASH_EFFECTS: string; CRASH_AT: Cras
     const child = spawn(
       process.execPath,
       ['--import', 'tsx', join('src', 'test-utils', 'crash-child.ts')],
-      { cwd: packageDir, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
+      {
+        cwd: packageDir,
+        env: { ...process.env, ...env, CRASH_BASE_URL: server.baseURL },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
     );
     let stderr = '';
     child.stderr.on('data', (chunk) => {
@@ -27,7 +38,10 @@ function runChild(env: { CRASH_DB: string; CRASH_EFFECTS: string; CRASH_AT: Cras
   });
 }
 
-describe('(5) a process killed mid-turn, on a SQLite store', () => {
+// A child process per case (tsx startup) and a 1 s lease: generous timeouts for a loaded box.
+describe('(5) a process killed mid-turn, on a SQLite store, over @ai-sdk/openai', {
+  timeout: 60_000,
+}, () => {
   it('killed after the outcome was stored: the resumed run replays it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ai-sdk-crash-'));
     const files = { dbPath: join(dir, 'agent.db'), effectsFile: join(dir, 'effects.log') };
@@ -40,7 +54,7 @@ describe('(5) a process killed mid-turn, on a SQLite store', () => {
     expect(child.signal).toBe('SIGKILL');
     expect(countEffects(files.effectsFile)).toBe(1);
 
-    const outputs = await runChargeAgent({ ...files, crash: undefined });
+    const outputs = await runChargeAgent({ ...files, baseURL: server.baseURL, crash: undefined });
     expect(countEffects(files.effectsFile)).toBe(1);
     expect(outputs).toEqual([
       { chargeId: expect.stringMatching(/^ch_\d+$/), amount: 1999, replayed: true },
@@ -60,7 +74,7 @@ describe('(5) a process killed mid-turn, on a SQLite store', () => {
     expect(countEffects(files.effectsFile)).toBe(1);
 
     // The dead attempt's lease (1 s) runs out while the resumed run waits; then it is stale.
-    const outputs = await runChargeAgent({ ...files, crash: undefined });
+    const outputs = await runChargeAgent({ ...files, baseURL: server.baseURL, crash: undefined });
     expect(countEffects(files.effectsFile)).toBe(1);
     expect(outputs).toHaveLength(1);
     expect(OutcomeUnknownError.isInstance(outputs[0])).toBe(true);

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { generateText, isStepCount, streamText, type Tool, tool } from 'ai';
-import { describe, expect, it } from 'vitest';
+import { generateText, isStepCount, type ModelMessage, streamText, type Tool, tool } from 'ai';
+import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  ConfigurationError,
   createIdempotency,
   createMemoryStore,
   DriftError,
   type IdempotencyStore,
-  InvalidInputError,
   idempotencyContext,
   idempotentTool,
   idempotentTools,
@@ -16,12 +16,15 @@ import {
   RETRY_UNSAFE_NOTE,
   StoreUnavailableError,
 } from './index.js';
-import {
-  modelCalls,
-  type ScriptStep,
-  scriptedModel,
-  toolResultsSeen,
-} from './test-utils/script-model.js';
+import { type Api, type ScriptStep, startScriptedModel } from './test-utils/scripted-model.js';
+
+const closing: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closing.splice(0)) await close();
+});
+
+/** Every test is one conversation of its own unless it says otherwise. */
+const conversationId = 'chat-1';
 
 const charge = { amount: 1999, currency: 'usd' };
 
@@ -42,31 +45,64 @@ function chargeTool() {
 
 type Mode = 'generateText' | 'streamText';
 
-/** Run the real tool loop of the AI SDK with a scripted model. */
+/** A tool output as the model read it (Chat Completions / Responses send text): JSON parsed. */
+function parsed(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** A tool error as the model read it: `@ai-sdk/openai` sends error text as `{ "error": text }`. */
+function errorSeen(output: unknown): unknown {
+  expect(output).toEqual({ error: expect.any(String) });
+  return parsed((output as { error: string }).error);
+}
+
+/**
+ * Run the real tool loop of the AI SDK (generateText / streamText) with the real `@ai-sdk/openai`
+ * client against the scripted server; `seen[i]`: the tool outputs the i-th model request carried.
+ */
 async function runLoop(
   mode: Mode,
   tools: Record<string, Tool>,
   steps: ScriptStep[],
-  extra: { prompt?: string; toolsContext?: Record<string, unknown> } = {},
+  extra: {
+    prompt?: string;
+    messages?: ModelMessage[];
+    toolsContext?: Record<string, unknown>;
+    api?: Api;
+  } = {},
 ) {
-  const model = scriptedModel(steps);
+  const scripted = await startScriptedModel(steps);
+  closing.push(scripted.close);
   const common = {
-    model,
+    model: scripted.model(extra.api ?? 'chat'),
     tools,
-    prompt: extra.prompt ?? 'Charge my card $19.99.',
+    ...(extra.messages === undefined
+      ? { prompt: extra.prompt ?? 'Charge my card $19.99.' }
+      : { messages: extra.messages }),
     stopWhen: isStepCount(10),
     ...(extra.toolsContext === undefined ? {} : { toolsContext: extra.toolsContext as never }),
   };
+  const seen = () => scripted.seen.map((outputs) => outputs.map(parsed));
   if (mode === 'generateText') {
     const result = await generateText(common);
-    return { steps: result.steps, seen: modelCalls(model).map(toolResultsSeen), preliminary: [] };
+    return {
+      steps: result.steps,
+      seen: seen(),
+      preliminary: [],
+      messages: result.response.messages,
+    };
   }
   const result = streamText({ ...common, onError: () => {} });
   const preliminary: unknown[] = [];
   for await (const part of result.fullStream) {
     if (part.type === 'tool-result' && part.preliminary === true) preliminary.push(part.output);
   }
-  return { steps: await result.steps, seen: modelCalls(model).map(toolResultsSeen), preliminary };
+  const { messages } = await result.response;
+  return { steps: await result.steps, seen: seen(), preliminary, messages };
 }
 
 function outputs(steps: Awaited<ReturnType<typeof runLoop>>['steps']): unknown[] {
@@ -79,50 +115,73 @@ function outputs(steps: Awaited<ReturnType<typeof runLoop>>['steps']): unknown[]
 
 const once = { calls: [{ tool: 'charge_card', input: charge }] };
 
-describe.each<Mode>(['generateText', 'streamText'])('through %s', (mode) => {
+describe.each<[Mode, Api]>([
+  ['generateText', 'chat'],
+  ['generateText', 'responses'],
+  ['streamText', 'chat'],
+  ['streamText', 'responses'],
+])('through %s over @ai-sdk/openai %s', (mode, api) => {
+  const loop = (tools: Record<string, Tool>, steps: ScriptStep[], extra = {}) =>
+    runLoop(mode, tools, steps, { api, ...extra });
+
   it('(1) the same call again in a later step runs once; the model sees replayed: true', async () => {
     const { chargeCard, effects } = chargeTool();
-    const tools = idempotentTools({ charge_card: chargeCard }, { store: createMemoryStore() });
-    const { steps, seen } = await runLoop(mode, tools, [once, once]);
+    const tools = idempotentTools(
+      { charge_card: chargeCard },
+      { store: createMemoryStore(), conversationId },
+    );
+    const { steps, seen } = await loop(tools, [once, once]);
     expect(effects).toHaveLength(1);
     expect(outputs(steps)).toEqual([
       { chargeId: 'ch_1', amount: 1999 },
       { chargeId: 'ch_1', amount: 1999, replayed: true },
     ]);
-    // The third model call is shown both results; the second one is marked.
+    // The third model request carries both results; the second one is marked.
     expect(seen[2]).toEqual([
-      { type: 'json', value: { chargeId: 'ch_1', amount: 1999 } },
-      { type: 'json', value: { chargeId: 'ch_1', amount: 1999, replayed: true } },
+      { chargeId: 'ch_1', amount: 1999 },
+      { chargeId: 'ch_1', amount: 1999, replayed: true },
     ]);
   });
 
   it('(2) two identical calls in one step run once', async () => {
     const { chargeCard, effects } = chargeTool();
-    const tools = idempotentTools({ charge_card: chargeCard }, { store: createMemoryStore() });
+    const tools = idempotentTools(
+      { charge_card: chargeCard },
+      { store: createMemoryStore(), conversationId },
+    );
     const twice = { calls: [once.calls[0]!, once.calls[0]!] };
-    const { steps } = await runLoop(mode, tools, [twice]);
+    const { steps } = await loop(tools, [twice]);
     expect(effects).toHaveLength(1);
     const results = outputs(steps) as Array<{ chargeId: string; replayed?: boolean }>;
     expect(results.map((r) => r.chargeId)).toEqual(['ch_1', 'ch_1']);
     expect(results.filter((r) => r.replayed === true)).toHaveLength(1);
   });
 
-  it('(3) a new turn with the same args runs again; a resumed turn replays', async () => {
+  it('(3) a new user turn with the same args runs again; the first turn sent again replays', async () => {
     const { chargeCard, effects } = chargeTool();
-    const store = createMemoryStore();
-    const tools = idempotentTools({ charge_card: chargeCard }, { store });
-    await runLoop(mode, tools, [once], { prompt: 'Charge my card $19.99.' });
-    await runLoop(mode, tools, [once], { prompt: 'Charge it once more, please.' });
+    const tools = idempotentTools(
+      { charge_card: chargeCard },
+      { store: createMemoryStore(), conversationId },
+    );
+    const first: ModelMessage[] = [{ role: 'user', content: 'Charge my card $19.99.' }];
+    const turn1 = await loop(tools, [once], { messages: first });
+    const second: ModelMessage[] = [
+      ...first,
+      ...turn1.messages,
+      { role: 'user', content: 'Charge my card $19.99.' }, // the same words, a new turn
+    ];
+    await loop(tools, [once], { messages: second });
     expect(effects).toHaveLength(2);
-    // The first conversation resumed (same messages): replayed, not run.
-    const { steps } = await runLoop(mode, tools, [once], { prompt: 'Charge my card $19.99.' });
+    // The first turn sent again (a lost reply, a restarted server): replayed, not run.
+    const { steps } = await loop(tools, [once], { messages: first });
     expect(effects).toHaveLength(2);
     expect(outputs(steps)).toEqual([{ chargeId: 'ch_1', amount: 1999, replayed: true }]);
   });
 
   it('(4) drift, outcome-unknown and store-down reach the model as tool errors with guidance', async () => {
     const { chargeCard, effects } = chargeTool();
-    const store = createMemoryStore();
+    let now = Date.now();
+    const store = createMemoryStore({ now: () => now });
     const idempotency = createIdempotency({ store });
     const tools = idempotentTools(
       { charge_card: chargeCard },
@@ -133,16 +192,14 @@ describe.each<Mode>(['generateText', 'streamText'])('through %s', (mode) => {
       },
     );
     // Drift: the same business key with other args.
-    const { steps, seen } = await runLoop(mode, tools, [
+    const { steps, seen } = await loop(tools, [
       once,
       { calls: [{ tool: 'charge_card', input: { amount: 2999, currency: 'usd' } }] },
     ]);
     expect(effects).toHaveLength(1);
     const drift = outputs(steps)[1];
     expect(DriftError.isInstance(drift)).toBe(true);
-    const shown = seen[2]?.[1];
-    expect(shown?.type).toBe('error-text');
-    expect(JSON.parse(String(shown?.value))).toMatchObject({
+    expect(errorSeen(seen[2]?.[1])).toMatchObject({
       error: 'drift',
       next: 'change-arguments',
       message: expect.stringContaining('Repeat the original arguments'),
@@ -154,13 +211,13 @@ describe.each<Mode>(['generateText', 'streamText'])('through %s', (mode) => {
       turnId: 'turn-dead',
       args: charge,
     });
-    await store.claim({ key, fingerprint, token: randomUUID(), leaseMs: 1, ttlMs: 60_000 });
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await store.claim({ key, fingerprint, token: randomUUID(), leaseMs: 1_000, ttlMs: 3_600_000 });
+    now += 60_000; // the store's clock: the lease is long over
     const dead = idempotentTools({ charge_card: chargeCard }, { idempotency, turnId: 'turn-dead' });
-    const unknown = await runLoop(mode, dead, [once]);
+    const unknown = await loop(dead, [once]);
     expect(effects).toHaveLength(1);
     expect(OutcomeUnknownError.isInstance(outputs(unknown.steps)[0])).toBe(true);
-    expect(JSON.parse(String(unknown.seen[1]?.[0]?.value))).toMatchObject({
+    expect(errorSeen(unknown.seen[1]?.[0])).toMatchObject({
       error: 'outcome_unknown',
       next: 'check-first',
     });
@@ -169,11 +226,11 @@ describe.each<Mode>(['generateText', 'streamText'])('through %s', (mode) => {
     const down = Object.assign(Object.create(store) as IdempotencyStore, {
       claim: () => Promise.reject(new Error('ECONNREFUSED')),
     });
-    const closed = idempotentTools({ charge_card: chargeCard }, { store: down });
-    const failed = await runLoop(mode, closed, [once]);
+    const closed = idempotentTools({ charge_card: chargeCard }, { store: down, conversationId });
+    const failed = await loop(closed, [once]);
     expect(effects).toHaveLength(1);
     expect(StoreUnavailableError.isInstance(outputs(failed.steps)[0])).toBe(true);
-    expect(JSON.parse(String(failed.seen[1]?.[0]?.value))).toMatchObject({
+    expect(errorSeen(failed.seen[1]?.[0])).toMatchObject({
       error: 'store_unavailable',
       next: 'retry-later',
     });
@@ -189,11 +246,11 @@ describe.each<Mode>(['generateText', 'streamText'])('through %s', (mode) => {
         return { ok: true };
       },
     });
-    const tools = idempotentTools({ pay: flaky }, { store: createMemoryStore() });
+    const tools = idempotentTools({ pay: flaky }, { store: createMemoryStore(), conversationId });
     const call = { calls: [{ tool: 'pay', input: { amount: 1 } }] };
-    const { steps, seen } = await runLoop(mode, tools, [call, call, call]);
+    const { steps, seen } = await loop(tools, [call, call, call]);
     expect(attempts).toBe(2);
-    expect(seen[1]).toEqual([{ type: 'error-text', value: 'Error: card network timeout' }]);
+    expect(seen[1]?.map(errorSeen)).toEqual(['Error: card network timeout']);
     expect(outputs(steps).slice(1)).toEqual([{ ok: true }, { ok: true, replayed: true }]);
   });
 
@@ -208,9 +265,9 @@ describe.each<Mode>(['generateText', 'streamText'])('through %s', (mode) => {
         yield { status: 'live', service, deployId: `d_${runs}` };
       },
     });
-    const tools = idempotentTools({ deploy }, { store: createMemoryStore() });
+    const tools = idempotentTools({ deploy }, { store: createMemoryStore(), conversationId });
     const call = { calls: [{ tool: 'deploy', input: { service: 'api' } }] };
-    const { steps, seen, preliminary } = await runLoop(mode, tools, [call, call]);
+    const { steps, seen, preliminary } = await loop(tools, [call, call]);
     expect(runs).toBe(1);
     if (mode === 'streamText') {
       // The fresh run streams its progress; the replay yields the stored final output once.
@@ -225,8 +282,10 @@ describe.each<Mode>(['generateText', 'streamText'])('through %s', (mode) => {
       { status: 'live', service: 'api', deployId: 'd_1', replayed: true },
     ]);
     expect(seen[2]?.[1]).toEqual({
-      type: 'json',
-      value: { status: 'live', service: 'api', deployId: 'd_1', replayed: true },
+      status: 'live',
+      service: 'api',
+      deployId: 'd_1',
+      replayed: true,
     });
   });
 });
@@ -249,7 +308,10 @@ describe('replay shapes', () => {
       },
       toModelOutput: ({ output }) => ({ type: 'text', value: `receipt ${output.id}` }),
     });
-    const tools = idempotentTools({ note, receipt }, { store: createMemoryStore() });
+    const tools = idempotentTools(
+      { note, receipt },
+      { store: createMemoryStore(), conversationId },
+    );
     const step = {
       calls: [
         { tool: 'note', input: { text: 'hi' } },
@@ -265,10 +327,10 @@ describe('replay shapes', () => {
       { id: 'r1', cents: 500, replayed: true },
     ]);
     expect(seen[2]).toEqual([
-      { type: 'text', value: 'saved: hi' },
-      { type: 'text', value: 'receipt r1' },
-      { type: 'json', value: { result: 'saved: hi', replayed: true } },
-      { type: 'json', value: { result: 'receipt r1', replayed: true } },
+      'saved: hi',
+      'receipt r1',
+      { result: 'saved: hi', replayed: true },
+      { result: 'receipt r1', replayed: true },
     ]);
   });
 
@@ -284,7 +346,7 @@ describe('replay shapes', () => {
         })();
       },
     });
-    const tools = idempotentTools({ progress }, { store: createMemoryStore() });
+    const tools = idempotentTools({ progress }, { store: createMemoryStore(), conversationId });
     const call = { calls: [{ tool: 'progress', input: { job: 'j1' } }] };
     const { steps } = await runLoop('streamText', tools, [call, call]);
     expect(runs).toBe(1);
@@ -298,7 +360,7 @@ describe('replay shapes', () => {
     const { chargeCard } = chargeTool();
     const tools = idempotentTools(
       { charge_card: chargeCard },
-      { store: createMemoryStore(), markFresh: true },
+      { store: createMemoryStore(), conversationId, markFresh: true },
     );
     const { steps } = await runLoop('generateText', tools, [once]);
     expect(outputs(steps)).toEqual([{ chargeId: 'ch_1', amount: 1999, replayed: false }]);
@@ -316,7 +378,7 @@ describe('turn id and scope', () => {
     expect(effects).toHaveLength(1);
   });
 
-  it('reads the turnId of the tool context (toolsContext) when the tool declares one', async () => {
+  it('a turnId function reads the tool context (toolsContext) when the app puts it there', async () => {
     const effects: unknown[] = [];
     const refund = tool({
       inputSchema: z.object({ chargeId: z.string() }),
@@ -326,7 +388,13 @@ describe('turn id and scope', () => {
         return { refunded: chargeId, turn: context.turnId };
       },
     });
-    const tools = idempotentTools({ refund }, { store: createMemoryStore() });
+    const tools = idempotentTools(
+      { refund },
+      {
+        store: createMemoryStore(),
+        turnId: ({ options }) => options.context?.turnId as string | undefined,
+      },
+    );
     const call = { calls: [{ tool: 'refund', input: { chargeId: 'ch_1' } }] };
     const toolsContext = { refund: { turnId: 'turn-ctx' } };
     await runLoop('generateText', tools, [call], { prompt: 'Refund it.', toolsContext });
@@ -396,15 +464,32 @@ describe('wrapping', () => {
     });
     const tools = idempotentTools(
       { charge_card: chargeCard, lookup, web_search: webSearch, ship: dynamic },
-      { store: createMemoryStore(), exclude: ['lookup'] },
+      { store: createMemoryStore(), conversationId, exclude: ['lookup'] },
     );
     expect(tools.charge_card.inputSchema).toBe(chargeCard.inputSchema);
     expect(tools.charge_card.description).toBe(`Charge a card.\n\n${RETRY_SAFE_NOTE}`);
     expect(tools.charge_card.execute).not.toBe(chargeCard.execute);
     expect(tools.lookup).toBe(lookup);
     expect(tools.web_search).toBe(webSearch);
+    expect(tools.ship.contextSchema).toBe(dynamic.contextSchema);
     const describe = tools.ship.description as (options: { context: { region: string } }) => string;
     expect(describe({ context: { region: 'EU' } })).toBe(`Ship to EU.\n\n${RETRY_SAFE_NOTE}`);
+  });
+
+  it("the tool's own onInputAvailable still runs", async () => {
+    const { chargeCard, effects } = chargeTool();
+    const seenInputs: unknown[] = [];
+    const withHook = {
+      ...chargeCard,
+      onInputAvailable: ({ input }: { input: unknown }) => void seenInputs.push(input),
+    } as Tool;
+    const tools = idempotentTools(
+      { charge_card: withHook },
+      { store: createMemoryStore(), conversationId },
+    );
+    await runLoop('streamText', tools, [once]);
+    expect(seenInputs).toEqual([charge]);
+    expect(effects).toHaveLength(1);
   });
 
   it('unsafe tools run every time and say so', async () => {
@@ -429,36 +514,46 @@ describe('wrapping', () => {
     expect(effects).toHaveLength(1);
   });
 
-  it('rejects bad input with InvalidInputError that says what to do', () => {
+  it('rejects bad input with a ConfigurationError that names the option', () => {
     const { chargeCard } = chargeTool();
     const store = createMemoryStore();
-    const bad = (fn: () => unknown, field: string) => {
+    const bad = (fn: () => unknown, option: string) => {
       let caught: unknown;
       try {
         fn();
       } catch (error) {
         caught = error;
       }
-      expect(InvalidInputError.isInstance(caught)).toBe(true);
-      expect((caught as InvalidInputError).field).toBe(field);
+      expect(ConfigurationError.isInstance(caught)).toBe(true);
+      expect((caught as ConfigurationError).option).toBe(option);
     };
-    bad(() => idempotentTools(null as never, { store }), 'tools');
-    bad(() => idempotentTools({ x: 1 } as never, { store }), 'tools');
-    bad(
-      () => idempotentTools({ x: { inputSchema: z.object({}), execute: 1 } } as never, { store }),
-      'execute',
-    );
-    bad(() => idempotentTools({ charge_card: chargeCard }, {} as never), 'store');
+    const charge_card = chargeCard;
+    bad(() => idempotentTools(null as never, { store, conversationId }), 'tools');
+    bad(() => idempotentTools({ x: 1 } as never, { store, conversationId }), 'tools');
     bad(
       () =>
-        idempotentTools({ charge_card: chargeCard }, { store, exclude: ['nope' as 'charge_card'] }),
+        idempotentTools({ x: { inputSchema: z.object({}), execute: 1 } } as never, {
+          store,
+          conversationId,
+        }),
+      'execute',
+    );
+    bad(() => idempotentTools({ charge_card }, { conversationId } as never), 'store');
+    bad(
+      () =>
+        idempotentTools(
+          { charge_card },
+          { store, conversationId, exclude: ['nope' as 'charge_card'] },
+        ),
       'exclude',
     );
-    bad(
-      () => idempotentTools({ charge_card: chargeCard }, { store, turnId: 7 as never }),
-      'turnId',
+    bad(() => idempotentTools({ charge_card }, { store, turnId: 7 as never }), 'turnId');
+    bad(() => idempotentTools({ charge_card }, { store, conversationId: '' }), 'conversationId');
+    bad(() => idempotentTool('', chargeCard, { store, conversationId }), 'toolName');
+    bad(() => idempotentTool('charge card', chargeCard, { store, conversationId }), 'toolName');
+    // An invalid executor option: the executor's own error, naming the field.
+    expect(() => idempotentTools({ charge_card }, { store, conversationId, ttl: -1 })).toThrow(
+      expect.objectContaining({ field: 'ttl' }),
     );
-    bad(() => idempotentTools({ charge_card: chargeCard }, { store, ttl: -1 }), 'ttl');
-    bad(() => idempotentTool('', chargeCard, { store }), 'toolName');
   });
 });

@@ -1,53 +1,53 @@
 import {
+  ConfigurationError,
   type ExecutionContext,
   type ExecutorOptions,
-  errorForModel,
-  executorFrom,
-  type Idempotency,
-  type IdempotentResult,
-  InvalidInputError,
   markReplayed,
   type ToolPolicy,
   withRetryNote,
 } from '@idempotent-tools/core';
-import type { Tool, ToolExecutionOptions, ToolSet } from 'ai';
-import { turnIdFromModelMessages } from './turn-id.js';
+import {
+  type Adapter,
+  type AdapterOptions,
+  audienceOf,
+  callOf,
+  checkToolName,
+  createAdapter,
+  createContextRegistry,
+  drain,
+  errorText,
+  type PerCall as KitPerCall,
+  markContent,
+  mergeSignals,
+  relay,
+  type TranscriptEntry,
+} from '@idempotent-tools/core/adapter-kit';
+import type { ModelMessage, Tool, ToolExecutionOptions, ToolSet } from 'ai';
 
-/** One tool call as the AI SDK runs it: what `turnId` and `scope` functions are given. */
+/** A tool's entry of `toolsContext` (after its `contextSchema`, if it has one). */
+export type ToolContext = { readonly [key: string]: unknown };
+
+/** One tool call as the AI SDK runs it: what `turnId`, `conversationId` and `scope` functions get. */
 export interface ToolCallInfo {
   toolName: string;
   /** The tool input, parsed and validated by the tool's `inputSchema`. */
   input: unknown;
-  /**
-   * The AI SDK's execution options: `messages`, `context` (this tool's entry of
-   * `toolsContext`), `toolCallId`, `abortSignal`.
-   */
-  options: ToolExecutionOptions<unknown>;
+  /** The AI SDK's options: `messages`, `context` (this tool's `toolsContext` entry), `toolCallId`. */
+  options: ToolExecutionOptions<ToolContext | undefined>;
 }
 
-/** A per-call value: fixed, or computed from the call. */
-export type PerCall = string | ((call: ToolCallInfo) => string | undefined);
+/** A per-call value: fixed (wrap per request), or computed from the call (undefined: not known). */
+export type PerCall = KitPerCall<ToolCallInfo>;
 
-export interface WrapOptions {
-  /**
-   * The conversation turn. A string (wrap per request), or a function of the call; when it is
-   * not given or returns undefined: the `turnId` string of the tool's `context` (its
-   * `toolsContext` entry), else a hash of `options.messages` up to the last user message
-   * (`turnIdFromModelMessages`). Never the tool-call id: it is new on every retry.
-   * @default derived as above
-   */
-  turnId?: PerCall;
-  /**
-   * Tenant / user: records of one scope are invisible to another.
-   * @default undefined (one global scope)
-   */
-  scope?: PerCall;
-  /**
-   * Also mark fresh outputs (`replayed: false`), not only replays.
-   * @default false
-   */
-  markFresh?: boolean;
-}
+/**
+ * How a call is identified: `conversationId` (useChat's chat id, the `id` of the request body;
+ * or a function of the call, e.g. `({ options }) => options.context?.chatId as string | undefined`
+ * with `toolsContext`), or `turnId`; `scope` (tenant / user); `markFresh`.
+ */
+export type WrapOptions = Pick<
+  AdapterOptions<ToolCallInfo>,
+  'turnId' | 'conversationId' | 'scope' | 'markFresh'
+>;
 
 /** The policy type of a tool: its input and (final) output types. */
 export type PolicyOf<T> = T extends {
@@ -59,21 +59,11 @@ export type PolicyOf<T> = T extends {
 /** Options of `idempotentTools(tools, options)`. */
 export type IdempotentToolsOptions<TOOLS extends ToolSet> = ExecutorOptions &
   WrapOptions & {
-    /**
-     * Per-tool policy (ttl, lease, businessKey, reconcile, onStale, isTerminalError...), by name.
-     * @default {} (the executor's defaults)
-     */
+    /** Per-tool policy (ttl, lease, businessKey, reconcile, onStale...), by name. @default {} */
     policies?: { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> };
-    /**
-     * Tools left exactly as they are (read-only tools).
-     * @default []
-     */
+    /** Tools left exactly as they are (read-only tools). @default [] */
     exclude?: ReadonlyArray<keyof TOOLS & string>;
-    /**
-     * Tools not made idempotent: each call runs again, and their description gets the
-     * "not safe to retry" note.
-     * @default []
-     */
+    /** Tools not made idempotent: every call runs; the description says so. @default [] */
     unsafe?: ReadonlyArray<keyof TOOLS & string>;
   };
 
@@ -88,11 +78,11 @@ export type IdempotentToolOptions<TOOL extends Tool> = ExecutorOptions &
 
 type ToolResultOutput = Awaited<ReturnType<NonNullable<Tool['toModelOutput']>>>;
 type Execute = NonNullable<Tool['execute']>;
+type Options = ToolExecutionOptions<ToolContext | undefined>;
 
 /** Marked outputs of this process -> the original output (for `toModelOutput`). */
 const marks = new WeakMap<object, { value: unknown; replayed: boolean }>();
-/** Options given to a wrapped `execute` -> its idempotency context. */
-const contexts = new WeakMap<object, ExecutionContext>();
+const contexts = createContextRegistry();
 
 /**
  * The idempotency context of a wrapped call, from the options your `execute` received: `key`
@@ -103,50 +93,54 @@ export function idempotencyContext(options: object): ExecutionContext | undefine
   return contexts.get(options);
 }
 
-function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
-  return (
-    value != null &&
-    typeof (value as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function'
-  );
+/**
+ * What a wrapped `execute` returns instead of throwing an error for the developer (nothing ran):
+ * the AI SDK turns whatever `execute` throws into text for the model, but not what
+ * `toModelOutput` throws, so the wrapped `toModelOutput` throws it out of generateText /
+ * streamText. (Calls from the model are checked earlier, in `onInputAvailable`.)
+ */
+class Escape {
+  constructor(readonly error: unknown) {}
+  toJSON() {
+    return { error: 'not_run', message: 'Not run: a configuration error went to the developer.' };
+  }
 }
 
-/** An idempotency error, as the model reads it: `error.toString()` is the `errorForModel` JSON. */
-function forModel(error: unknown): unknown {
-  const shown = errorForModel(error);
-  if (shown !== undefined && typeof error === 'object' && error !== null) {
-    const text = JSON.stringify(shown);
+/** The error of a call: one for the developer escapes (see `Escape`); one for the model is thrown. */
+function failure(error: unknown): Escape {
+  if (audienceOf(error) === 'developer') return new Escape(error);
+  const text = errorText(error); // the AI SDK shows the model `error.toString()`
+  if (text !== undefined && typeof error === 'object' && error !== null) {
     Object.defineProperty(error, 'toString', { value: () => text, configurable: true });
   }
-  return error;
+  throw error;
+}
+
+/** The model messages of the conversation, as the turn derivation reads them. */
+function transcriptOf(messages: readonly ModelMessage[] | undefined) {
+  return messages?.map((message): TranscriptEntry | undefined => {
+    if (message.role === 'user') return { role: 'user', content: message.content };
+    const calls =
+      Array.isArray(message.content) && message.content.some((p) => p.type === 'tool-call');
+    return message.role === 'assistant' && !calls ? { role: 'answer' } : undefined;
+  });
 }
 
 /** The model output of `toModelOutput`, marked like a plain output would be. */
 function markModelOutput(output: ToolResultOutput, replayed: boolean): ToolResultOutput {
-  switch (output.type) {
-    case 'text':
-    case 'json':
-      return {
-        ...output,
-        type: 'json',
-        value: markReplayed(output.value, replayed, { markFresh: true }) as never,
-      };
-    case 'content':
-      return {
-        ...output,
-        value: [...output.value, { type: 'text', text: `{"replayed":${replayed}}` }],
-      };
-    default:
-      return output;
+  if (output.type === 'text' || output.type === 'json') {
+    const value = markReplayed(output.value, replayed, { markFresh: true }) as never;
+    return { ...output, type: 'json', value };
   }
+  if (output.type === 'content')
+    return { ...output, value: markContent(output.value, replayed) as typeof output.value };
+  return output;
 }
 
-function checkPerCall(field: string, value: unknown): void {
-  if (value !== undefined && typeof value !== 'string' && typeof value !== 'function') {
-    throw new InvalidInputError({
-      field,
-      message: `${field} must be a string or a function of the tool call, got ${typeof value}.`,
-    });
-  }
+/** The AI SDK's own model output of a tool without `toModelOutput`. */
+function defaultModelOutput(output: unknown): ToolResultOutput {
+  if (typeof output === 'string') return { type: 'text', value: output };
+  return { type: 'json', value: JSON.parse(JSON.stringify(output) ?? 'null') };
 }
 
 function retryNote(tool: Tool, safe: boolean): Partial<Tool> {
@@ -160,17 +154,27 @@ function retryNote(tool: Tool, safe: boolean): Partial<Tool> {
   } as Partial<Tool>;
 }
 
-function wrapTool(
-  name: string,
-  tool: Tool,
-  executor: Idempotency,
-  options: WrapOptions,
-  policy: ToolPolicy | undefined,
-): Tool {
+function wrapTool(name: string, tool: Tool, adapter: Adapter<ToolCallInfo>): Tool {
   const execute = tool.execute as Execute | undefined;
   if (execute === undefined) return tool; // provider-executed, or run by the client
-  const { turnId, scope, markFresh = false } = options;
+  const treatment = adapter.treatment(name);
+  if (treatment === 'exclude') return tool;
+  if (treatment === 'unsafe') return { ...tool, ...retryNote(tool, false) } as Tool;
+  const policy = adapter.policy(name) as ToolPolicy | undefined;
+  const { executor, markFresh } = adapter;
 
+  const identify = (input: unknown, options: Options) =>
+    callOf(adapter, { toolName: name, input, options }, name, input, policy);
+  const run = (input: unknown, options: Options, emit?: (part: unknown) => void) =>
+    executor.run(
+      identify(input, options),
+      async (args, ctx) => {
+        const inner = { ...options, abortSignal: mergeSignals(options.abortSignal, ctx.signal) };
+        contexts.set(inner, ctx);
+        return drain(execute(args, inner), emit); // a streaming tool's final output is stored
+      },
+      policy,
+    );
   const mark = (value: unknown, replayed: boolean): unknown => {
     const marked = markReplayed(value, replayed, { markFresh });
     if (marked !== value && typeof marked === 'object' && marked !== null) {
@@ -179,171 +183,101 @@ function wrapTool(
     return marked;
   };
 
-  const run = async (
-    input: unknown,
-    toolOptions: ToolExecutionOptions<unknown>,
-    emit?: (output: unknown) => void,
-  ): Promise<IdempotentResult<unknown>> => {
-    const info: ToolCallInfo = { toolName: name, input, options: toolOptions };
-    const context = toolOptions.context as { turnId?: unknown } | undefined;
-    const turn =
-      (typeof turnId === 'function' ? turnId(info) : turnId) ??
-      (typeof context?.turnId === 'string' ? context.turnId : undefined) ??
-      turnIdFromModelMessages(toolOptions.messages ?? []);
-    if (turn === undefined && policy?.businessKey === undefined) {
-      throw new InvalidInputError({
-        field: 'turnId',
-        message: `No turn id for ${name}: the conversation has no user message. Pass turnId to idempotentTools, or give the tool a businessKey.`,
-      });
-    }
-    const call = {
-      toolName: name,
-      turnId: turn,
-      scope: typeof scope === 'function' ? scope(info) : scope,
-      args: input,
-    };
-    return executor.run(
-      call,
-      async (args, ctx) => {
-        const signal =
-          toolOptions.abortSignal === undefined
-            ? ctx.signal
-            : AbortSignal.any([toolOptions.abortSignal, ctx.signal]);
-        const innerOptions = { ...toolOptions, abortSignal: signal };
-        contexts.set(innerOptions, ctx);
-        const output = execute(args, innerOptions);
-        if (!isAsyncIterable(output)) return await output;
-        let last: unknown;
-        for await (const part of output) {
-          last = part;
-          emit?.(part);
-        }
-        return last; // the final output of a streaming tool is what is stored
-      },
-      policy,
-    );
-  };
-
   const wrapped =
     Object.prototype.toString.call(execute) === '[object AsyncGeneratorFunction]'
-      ? async function* streaming(input: unknown, toolOptions: ToolExecutionOptions<unknown>) {
-          const parts: unknown[] = [];
-          let wake: (() => void) | undefined;
-          let settled = false;
-          const running = run(input, toolOptions, (part) => {
-            parts.push(part);
-            wake?.();
-          }).finally(() => {
-            settled = true;
-            wake?.();
-          });
-          running.catch(() => {}); // awaited below
-          for (;;) {
-            while (parts.length > 0) yield parts.shift();
-            if (settled) break;
-            await new Promise<void>((resolve) => {
-              wake = resolve;
-            });
-          }
-          let result: IdempotentResult<unknown>;
+      ? async function* streaming(input: unknown, options: Options) {
+          let result: Awaited<ReturnType<typeof run>>;
           try {
-            result = await running;
+            result = yield* relay((emit) => run(input, options, emit));
           } catch (error) {
-            throw forModel(error);
+            yield failure(error);
+            return;
           }
           // A fresh run already yielded its final output; a replay yields the stored one.
           if (result.replayed || markFresh) yield mark(result.value, result.replayed);
         }
-      : async (input: unknown, toolOptions: ToolExecutionOptions<unknown>) => {
+      : async (input: unknown, options: Options) => {
           try {
-            const result = await run(input, toolOptions);
+            const result = await run(input, options);
             return mark(result.value, result.replayed);
           } catch (error) {
-            throw forModel(error);
+            return failure(error);
           }
         };
 
-  const toModelOutput = tool.toModelOutput;
+  const own = tool.toModelOutput;
+  const onInputAvailable = tool.onInputAvailable;
   return {
     ...tool,
     ...retryNote(tool, true),
     execute: wrapped as Execute,
-    ...(toModelOutput === undefined
-      ? {}
-      : {
-          toModelOutput: async (part: Parameters<typeof toModelOutput>[0]) => {
-            const marked =
-              typeof part.output === 'object' && part.output !== null
-                ? marks.get(part.output)
-                : undefined;
-            if (marked === undefined) return toModelOutput(part);
-            const output = await toModelOutput({ ...part, output: marked.value });
-            return markModelOutput(output, marked.replayed);
-          },
-        }),
+    // Before anything runs, out of generateText / streamText (the AI SDK does not catch here).
+    onInputAvailable: async (options: Options & { input: unknown }) => {
+      try {
+        identify(options.input, options);
+      } catch (error) {
+        if (audienceOf(error) === 'developer') throw error;
+      }
+      await onInputAvailable?.(options as never);
+    },
+    toModelOutput: async (part: Parameters<NonNullable<Tool['toModelOutput']>>[0]) => {
+      const { output } = part;
+      if (output instanceof Escape) throw output.error;
+      const marked = typeof output === 'object' && output !== null ? marks.get(output) : undefined;
+      if (own === undefined) return defaultModelOutput(output);
+      if (marked === undefined) return own(part);
+      return markModelOutput(await own({ ...part, output: marked.value }), marked.replayed);
+    },
   } as Tool;
+}
+
+function wrapSet(tools: unknown, options: unknown, caller: string): Record<string, Tool> {
+  const refuse = (option: string, message: string) =>
+    new ConfigurationError({ option, message: `${caller}: ${message}` });
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
+    throw refuse('tools', 'pass the tool set you pass to generateText: { name: tool({...}) }.');
+  }
+  const entries = Object.entries(tools) as [string, Tool][];
+  for (const [name, tool] of entries) {
+    if (tool === null || typeof tool !== 'object') {
+      throw refuse('tools', `"${name}" is not a tool object: define it with tool({ ... }).`);
+    }
+    if (tool.execute !== undefined && typeof tool.execute !== 'function') {
+      throw refuse('execute', `tool "${name}" has an execute that is not a function.`);
+    }
+  }
+  const adapter = createAdapter<ToolCallInfo>(options as never, {
+    caller,
+    // Tools without execute (provider-executed) are never wrapped and need no identity.
+    toolNames: entries.filter(([, tool]) => tool.execute !== undefined).map(([name]) => name),
+    otherToolNames: entries.filter(([, tool]) => tool.execute === undefined).map(([n]) => n),
+    transcript: (call) => transcriptOf(call.options.messages),
+    howTo:
+      "conversationId (your chat id: useChat's `id` of the request body, or ({ options }) => options.context?.chatId) or turnId (the id of the user message)",
+  });
+  return Object.fromEntries(entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter)]));
 }
 
 /**
  * Make a tool set idempotent: each tool's `execute` becomes a lookup first, so a repeat of the
- * same call in the same turn replays the stored output (marked `replayed: true`) instead of
- * running the side effect again. Every other field is kept; tools without `execute`
- * (provider-executed) are returned untouched.
+ * same call in the same turn of the same conversation replays the stored output (marked
+ * `replayed: true`) instead of running the side effect again. Every other field is kept; tools
+ * without `execute` (provider-executed) are returned untouched.
  *
  * ```ts
- * const tools = idempotentTools({ chargeCard, sendEmail }, { store: openSqliteStore('agent.db') });
- * await generateText({ model, tools, prompt, stopWhen: isStepCount(5) });
+ * // In the route handler of useChat: wrap per request, with the chat id.
+ * const { id, messages } = await req.json();
+ * const tools = idempotentTools({ chargeCard, sendEmail }, { store, conversationId: id });
  * ```
+ *
+ * @throws ConfigurationError at once for a setup that can never tell conversations apart (no
+ *   `conversationId` / `turnId`), a misspelt option, a bad policy, a tool name providers reject
  */
 export function idempotentTools<TOOLS extends ToolSet>(
   tools: TOOLS,
   options: IdempotentToolsOptions<TOOLS>,
 ): TOOLS {
-  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
-    throw new InvalidInputError({
-      field: 'tools',
-      message:
-        'idempotentTools takes the tool set you pass to generateText: { name: tool({...}) }.',
-    });
-  }
-  const executor = executorFrom(options, 'idempotentTools');
-  checkPerCall('turnId', options.turnId);
-  checkPerCall('scope', options.scope);
-  const exclude = new Set<string>(options.exclude ?? []);
-  const unsafe = new Set<string>(options.unsafe ?? []);
-  for (const [field, names] of [
-    ['exclude', exclude],
-    ['unsafe', unsafe],
-  ] as const) {
-    for (const name of names) {
-      if (!Object.hasOwn(tools, name)) {
-        throw new InvalidInputError({
-          field,
-          message: `${field} names "${name}", which is not a tool of the set. Check the spelling.`,
-        });
-      }
-    }
-  }
-  const policies = (options.policies ?? {}) as Record<string, ToolPolicy | undefined>;
-  const wrapped: Record<string, Tool> = {};
-  for (const [name, tool] of Object.entries(tools) as [string, Tool][]) {
-    if (tool === null || typeof tool !== 'object') {
-      throw new InvalidInputError({
-        field: 'tools',
-        message: `Tool "${name}" is not a tool object: define it with tool({ ... }).`,
-      });
-    }
-    if (tool.execute !== undefined && typeof tool.execute !== 'function') {
-      throw new InvalidInputError({
-        field: 'execute',
-        message: `Tool "${name}" has an execute that is not a function.`,
-      });
-    }
-    if (exclude.has(name)) wrapped[name] = tool;
-    else if (unsafe.has(name)) wrapped[name] = { ...tool, ...retryNote(tool, false) } as Tool;
-    else wrapped[name] = wrapTool(name, tool, executor, options, policies[name]);
-  }
-  return wrapped as TOOLS;
+  return wrapSet(tools, options, 'idempotentTools') as TOOLS;
 }
 
 /** Make one tool idempotent (see `idempotentTools`); `name` is the tool's name in the tool set. */
@@ -352,20 +286,16 @@ export function idempotentTool<TOOL extends Tool>(
   tool: TOOL,
   options: IdempotentToolOptions<TOOL>,
 ): TOOL {
-  if (typeof name !== 'string' || name === '') {
-    throw new InvalidInputError({
-      field: 'toolName',
-      message: 'idempotentTool(name, tool, options) needs the tool name as a non-empty string.',
-    });
-  }
-  const { policy, unsafe, ...rest } = options;
-  const set = idempotentTools(
-    { [name]: tool } as Record<string, TOOL>,
+  checkToolName(name, 'idempotentTool');
+  const { policy, unsafe, ...rest } = (options ?? {}) as IdempotentToolOptions<TOOL>;
+  const set = wrapSet(
+    { [name]: tool },
     {
       ...rest,
       ...(policy === undefined ? {} : { policies: { [name]: policy } }),
       ...(unsafe === true ? { unsafe: [name] } : {}),
-    } as IdempotentToolsOptions<Record<string, TOOL>>,
+    },
+    'idempotentTool',
   );
   return set[name] as TOOL;
 }

@@ -8,6 +8,6 @@ export {
   type PerCall,
   type PolicyOf,
   type ToolCallInfo,
+  type ToolContext,
   type WrapOptions,
 } from './idempotent-tools.js';
-export { turnIdFromModelMessages } from './turn-id.js';

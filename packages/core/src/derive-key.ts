@@ -171,7 +171,7 @@ export function validateKeyParts(input: {
 }
 
 /**
- * Derive the idempotency key of one tool call (DESIGN section 3).
+ * Derive the idempotency key of one tool call (design section 3 (docs/design.md)).
  *
  * The key is `v1_` + base64url(SHA-256(canonical JSON array of the parts)), where the parts are
  * `["idempotent-tools/key", "v1", scope | null, "turn", turnId, toolName, fingerprint]`, or with a

@@ -1,5 +1,5 @@
 /**
- * What happened to one call (DESIGN section 9). Every call whose key could be derived emits
+ * What happened to one call (design section 9 (docs/design.md)). Every call whose key could be derived emits
  * exactly one event, whichever way it ends (a call rejected before that, with an
  * `InvalidInputError` on its tool name, turn id, scope or args, touches no store and emits none).
  * - `executed`: the tool ran and its outcome was stored.

@@ -7,7 +7,7 @@ import { createMemoryStore, type MemoryStore } from './memory-store.js';
 import type { IdempotencyStore } from './store.js';
 
 /**
- * DESIGN section 9: every call whose key could be derived emits exactly one event, on every path
+ * design section 9 (docs/design.md): every call whose key could be derived emits exactly one event, on every path
  * through the executor, success or failure. Each case below runs one call and counts.
  */
 

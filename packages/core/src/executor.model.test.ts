@@ -1,5 +1,5 @@
 /**
- * The executor against a small reference model of the state machine (DESIGN section 4), with
+ * The executor against a small reference model of the state machine (design section 4 (docs/design.md)), with
  * fast-check generating sequences of calls, crashes and clock jumps.
  */
 import fc from 'fast-check';

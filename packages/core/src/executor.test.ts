@@ -12,6 +12,7 @@ import {
 import type { IdempotencyEvent } from './events.js';
 import { createIdempotency, type IdempotencyOptions } from './executor.js';
 import { createMemoryStore, type MemoryStore } from './memory-store.js';
+import { NotAnOutcome } from './not-an-outcome.js';
 import type { IdempotencyStore } from './store.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -652,5 +653,25 @@ describe('bad input: typed error, nothing runs, nothing is stored', () => {
   test('bad options fail at creation', () => {
     expect(() => createIdempotency({ store, ttl: -1 })).toThrow(/ttl must be/);
     expect(() => createIdempotency({} as never)).toThrow(/needs \{ store \}/);
+  });
+});
+
+describe('NotAnOutcome', () => {
+  test('a value handed back without becoming the outcome: released whatever the policy says', async () => {
+    const { idempotency, store, events } = setup();
+    const policy = { isTerminalError: () => true, onToolError: 'keep' as const };
+    let runs = 0;
+    const fn = async () => {
+      runs++;
+      if (runs === 1) throw new NotAnOutcome({ needs: 'input' });
+      return 'done';
+    };
+    const first = await idempotency.run(call(), fn, policy).catch((e: unknown) => e);
+    expect(NotAnOutcome.isInstance(first)).toBe(true);
+    expect((first as NotAnOutcome).value).toEqual({ needs: 'input' });
+    expect(await store.get(idempotency.keyOf(call()).key)).toBeUndefined();
+    expect(events.at(-1)).toMatchObject({ outcome: 'failed', errorCode: 'not_an_outcome' });
+    expect((await idempotency.run(call(), fn, policy)).value).toBe('done');
+    expect(runs).toBe(2);
   });
 });

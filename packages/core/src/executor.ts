@@ -20,6 +20,8 @@ import {
 } from './errors/index.js';
 import type { CallOutcome, EventHandler, IdempotencyEvent } from './events.js';
 import { createVendorCall, type VendorCallFunction, type VendorCallPolicy } from './ledger.js';
+import { NotAnOutcome } from './not-an-outcome.js';
+import { unknownOption } from './option-names.js';
 import type { ClaimInput, ClaimResult, IdempotencyRecord, IdempotencyStore } from './store.js';
 import { withExecutionContext } from './vendor.js';
 
@@ -140,6 +142,43 @@ export interface ToolPolicy<Args = unknown, Result = unknown> {
   onStoreUnavailable?: 'fail-closed' | 'fail-open';
 }
 
+/** The fields of a `ToolPolicy`: a policy with any other field is refused (a misspelt option). */
+export const TOOL_POLICY_FIELDS: readonly (keyof ToolPolicy)[] = [
+  'ttl',
+  'lease',
+  'businessKey',
+  'onDrift',
+  'onInProgress',
+  'waitTimeout',
+  'reconcile',
+  'onStale',
+  'vendorDedupes',
+  'isTerminalError',
+  'onToolError',
+  'onStoreUnavailable',
+];
+
+/** The fields of `IdempotencyOptions`: options with any other field are refused. */
+export const IDEMPOTENCY_OPTION_FIELDS: readonly (keyof IdempotencyOptions)[] = [
+  'store',
+  'onEvent',
+  'exposeArgs',
+  'maxArgsBytes',
+  'maxResultBytes',
+  'encryption',
+  'argsHmacKey',
+  'ttl',
+  'lease',
+  'onDrift',
+  'onInProgress',
+  'waitTimeout',
+  'onStale',
+  'vendorDedupes',
+  'isTerminalError',
+  'onToolError',
+  'onStoreUnavailable',
+];
+
 export interface IdempotencyOptions extends Omit<ToolPolicy, 'businessKey' | 'reconcile'> {
   /** Where records live. */
   store: IdempotencyStore;
@@ -224,7 +263,7 @@ export interface Idempotency {
     policy?: { businessKey?: ToolPolicy<Args>['businessKey'] | undefined },
   ): DerivedKey;
   /**
-   * The ledger (DESIGN section 8), for a vendor with no idempotency support, called from inside
+   * The ledger (design section 8 (docs/design.md)), for a vendor with no idempotency support, called from inside
    * a tool: a pending record before `fn`, its outcome after; a retry of the tool replays it
    * instead of calling the vendor again; a pending record left by a dead attempt goes to
    * `policy.reconcile` (look the effect up at the vendor by `vendor.key`), else the call fails
@@ -240,6 +279,12 @@ export interface Idempotency {
     fn: VendorCallFunction<Result>,
     policy?: VendorCallPolicy<Result>,
   ): Promise<IdempotentResult<Result>>;
+  /**
+   * Validate a tool policy now instead of at its first call (adapters call it when they wrap a
+   * tool, so a bad policy fails there).
+   * @throws InvalidInputError naming the field at fault (an unknown field too)
+   */
+  checkPolicy(policy: ToolPolicy<never, never>): void;
   readonly store: IdempotencyStore;
 }
 
@@ -268,7 +313,7 @@ function checkChoice<T extends string>(field: string, value: unknown, choices: r
   return value as T;
 }
 
-/** `'reexecute'` only with the declaration that the vendors dedupe by the key (DESIGN 6.4, 8). */
+/** `'reexecute'` only with the declaration that the vendors dedupe by the key (design sections 6.4 and 8, docs/design.md). */
 function checkStale(
   onStale: 'outcome-unknown' | 'reexecute',
   vendorDedupes: unknown,
@@ -313,6 +358,13 @@ function resolvePolicy<Args, Result>(
   defaults: Omit<ToolPolicy, 'businessKey' | 'reconcile'>,
   policy: ToolPolicy<Args, Result>,
 ): ResolvedPolicy<Args, Result> {
+  const unknown = unknownOption(policy, TOOL_POLICY_FIELDS);
+  if (unknown !== undefined) {
+    throw new InvalidInputError({
+      field: unknown.name,
+      message: `A tool policy has an ${unknown.message} The fields are ${TOOL_POLICY_FIELDS.join(', ')}.`,
+    });
+  }
   const fn = <F>(field: string, value: F | undefined): F | undefined => {
     if (value !== undefined && typeof value !== 'function') {
       throw new InvalidInputError({ field, message: `${field} must be a function.` });
@@ -429,7 +481,7 @@ function checkBytes(field: string, value: unknown): number {
 }
 
 /**
- * The executor (DESIGN section 6): one state machine for every tool and vendor call.
+ * The executor (design section 6 (docs/design.md)): one state machine for every tool and vendor call.
  *
  * ```ts
  * const idempotency = createIdempotency({ store: createMemoryStore() });
@@ -457,6 +509,13 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     argsHmacKey,
     ...defaults
   } = options;
+  const unknown = unknownOption(options, IDEMPOTENCY_OPTION_FIELDS);
+  if (unknown !== undefined) {
+    throw new InvalidInputError({
+      field: unknown.name,
+      message: `createIdempotency: ${unknown.message}`,
+    });
+  }
   if (store.specificationVersion !== 'v1') {
     throw new InvalidInputError({
       field: 'store',
@@ -756,9 +815,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         value = await withExecutionContext(context, () => fn(call.args, context));
       } catch (error) {
         stopRenew();
+        const passedOn = NotAnOutcome.isInstance(error);
         let terminal = false;
         try {
-          terminal = policy.isTerminalError?.(error) === true;
+          terminal = !passedOn && policy.isTerminalError?.(error) === true;
         } catch {
           // A predicate that throws decides nothing: the error counts as retryable.
         }
@@ -776,7 +836,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
           await store
             .complete({ key, token, state: 'failed', outcome, ttlMs: policy.ttl })
             .catch(() => false);
-        } else if (policy.onToolError === 'keep') {
+        } else if (policy.onToolError === 'keep' && !passedOn) {
           // The effect may have happened: leave the attempt unfinished, its lease run out now, so
           // the next retry finds it stale (reconcile, else outcome-unknown) without waiting.
           await store.renew(key, token, 1).catch(() => false);
@@ -786,7 +846,14 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
           await store.release(key, token).catch(() => false);
         }
         wake(key);
-        finish('failed', IdempotencyError.isInstance(error) ? error.code : 'tool_error');
+        finish(
+          'failed',
+          passedOn
+            ? 'not_an_outcome'
+            : IdempotencyError.isInstance(error)
+              ? error.code
+              : 'tool_error',
+        );
         throw error;
       }
       stopRenew();
@@ -1081,6 +1148,9 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     store,
     run,
     keyOf,
+    checkPolicy: (policy) => {
+      policyFor(policy as unknown as ToolPolicy);
+    },
     wrap: (toolName, fn, policy) => (args, call) => {
       if (call === null || typeof call !== 'object') {
         throw new InvalidInputError({

@@ -1,5 +1,5 @@
 /**
- * The ledger (DESIGN section 8): a vendor call with no idempotency support, recorded by the same
+ * The ledger (design section 8 (docs/design.md)): a vendor call with no idempotency support, recorded by the same
  * executor and store as the tool that makes it. It is a nested `run` whose key is derived from the
  * tool call's key and a label: the `in_progress` claim is the pending row written before the call,
  * the stored outcome the done row, the claim on a retry the check that comes first, and a stale

@@ -5,7 +5,6 @@ import {
   markReplayed,
   RETRY_SAFE_NOTE,
   RETRY_UNSAFE_NOTE,
-  turnIdFromMessages,
   withRetryNote,
 } from './model-output.js';
 
@@ -49,25 +48,5 @@ describe('errorForModel', () => {
     expect(errorForModel(new OutcomeUnknownError({ message: 'm' }))?.next).toBe('check-first');
     expect(errorForModel(new InProgressError({ message: 'm' }))?.next).toBe('retry-later');
     expect(errorForModel(new Error('x'))).toBeUndefined();
-  });
-});
-
-describe('turnIdFromMessages', () => {
-  const isUser = (m: { role: string }) => m.role === 'user';
-  const turn = [
-    { role: 'system', content: 's' },
-    { role: 'user', content: 'charge 5' },
-  ];
-  test('stays the same while the turn goes on, changes with a new user message', () => {
-    const id = turnIdFromMessages(turn, isUser);
-    expect(id).toMatch(/^t_[A-Za-z0-9_-]{43}$/);
-    const later = [
-      ...turn,
-      { role: 'assistant', content: 'calling' },
-      { role: 'tool', content: 'lost' },
-    ];
-    expect(turnIdFromMessages(later, isUser)).toBe(id);
-    expect(turnIdFromMessages([...later, { role: 'user', content: 'again' }], isUser)).not.toBe(id);
-    expect(turnIdFromMessages([{ role: 'system', content: 's' }], isUser)).toBeUndefined();
   });
 });

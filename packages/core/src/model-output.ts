@@ -1,8 +1,7 @@
 /**
- * What the model sees (DESIGN section 7), shared by every framework adapter so that all of them
+ * What the model sees (design section 7 (docs/design.md)), shared by every framework adapter so that all of them
  * say the same thing in the same words.
  */
-import { canonicalize, sha256 } from './canonicalize.js';
 import { IdempotencyError } from './errors/index.js';
 
 /** Appended to the description of a wrapped tool. */
@@ -86,32 +85,4 @@ const NEXT: Record<string, NextStep> = {
 export function errorForModel(error: unknown): ModelError | undefined {
   if (!IdempotencyError.isInstance(error)) return undefined;
   return { error: error.code, message: error.message, next: NEXT[error.code] ?? 'do-not-retry' };
-}
-
-/**
- * A turn id derived from a conversation: the SHA-256 of the canonical JSON of the messages up to
- * and including the last user message. Retries within the turn (more assistant and tool messages
- * appended) keep the id; a new user message starts a new turn.
- *
- * Limits: two conversations whose history up to the last user message is identical (e.g. the same
- * one-message prompt sent twice, deliberately) share a turn id. Pass an explicit turn id, or a
- * scope per conversation, where that matters.
- *
- * @param messages the conversation, in order
- * @param isUser tells user messages apart
- * @returns `t_` + 43 base64url characters, or undefined when there is no user message
- */
-export function turnIdFromMessages<M>(
-  messages: readonly M[],
-  isUser: (message: M) => boolean,
-): string | undefined {
-  let last = -1;
-  for (let i = messages.length - 1; i >= 0; i--) {
-    if (isUser(messages[i] as M)) {
-      last = i;
-      break;
-    }
-  }
-  if (last < 0) return undefined;
-  return `t_${sha256(canonicalize(messages.slice(0, last + 1)))}`;
 }

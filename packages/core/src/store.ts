@@ -1,12 +1,12 @@
 /**
- * The store contract (DESIGN section 5). Every store (memory, SQLite, Redis, PostgreSQL, yours)
+ * The store contract (design section 5 (docs/design.md)). Every store (memory, SQLite, Redis, PostgreSQL, yours)
  * implements this interface and passes the conformance suite of `@idempotent-tools/testing`.
  *
  * Times are milliseconds. `expiresAt`, `leaseExpiresAt`, `createdAt` and `completedAt` are
  * milliseconds since the Unix epoch on the store's clock.
  */
 
-/** The states of a stored record (DESIGN section 4). A released record is deleted. */
+/** The states of a stored record (design section 4 (docs/design.md)). A released record is deleted. */
 export type RecordState = 'in_progress' | 'completed' | 'failed';
 
 /** What a store keeps under one key. */

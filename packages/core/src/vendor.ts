@@ -1,5 +1,5 @@
 /**
- * Outbound `Idempotency-Key` (DESIGN section 8): the key of the running tool call, sent on to the
+ * Outbound `Idempotency-Key` (design section 8 (docs/design.md)): the key of the running tool call, sent on to the
  * vendors the tool calls, so that a re-execution (or an SDK retry) is deduped at the vendor too.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';

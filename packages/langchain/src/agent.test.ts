@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { createMemoryStore, RETRY_SAFE_NOTE, RETRY_UNSAFE_NOTE } from '@idempotent-tools/core';
-import { AIMessage } from '@langchain/core/messages';
+import { AIMessage, HumanMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 import { tool } from '@langchain/core/tools';
 import { MemorySaver } from '@langchain/langgraph';
 import { describe, expect, test } from 'vitest';
 import { z } from 'zod';
+import { deriveTurnId } from './identity.js';
 import {
   agentWith,
   human,
@@ -14,7 +15,6 @@ import {
   ticketTool,
   toolResults,
 } from './test-utils/fixtures.js';
-import { deriveTurnId } from './turn-id.js';
 
 const done = () => new AIMessage('Done.');
 const ticket = (title: string) => ({ name: 'create_ticket', args: { title } });
@@ -102,10 +102,13 @@ describe.each(MODES)('createAgent, %s', (mode) => {
       { ticketId: 'T-2', title: 'Login fails' },
     ]);
 
-    // The second turn re-run from scratch (a server retrying the request: same thread, same
-    // message id, no checkpoint) is the same turn: replayed.
+    // The second turn re-run from scratch (a server retrying the request: same thread, the
+    // conversation so far, no checkpoint, messages without ids) is the same turn: replayed.
     const rerun = agentWith({ mode, model, tools, options: { store } });
-    const again = await rerun.invoke({ messages: [human('Open one more', 'm2')] }, config);
+    const again = await rerun.invoke(
+      { messages: [new HumanMessage('Open a ticket'), done(), new HumanMessage('Open one more')] },
+      config,
+    );
     expect(effects).toHaveLength(2);
     expect(toolResults(again.messages)[0]?.content).toEqual({
       ticketId: 'T-2',
@@ -158,7 +161,8 @@ describe.each(MODES)('createAgent, %s', (mode) => {
 
   test('(4b) an attempt that died mid-way surfaces as outcome_unknown; nothing runs', async () => {
     const effects: string[] = [];
-    const store = createMemoryStore();
+    let now = Date.now(); // the store's clock, moved by the test
+    const store = createMemoryStore({ now: () => now });
     const config = thread();
     const message = human('Open a ticket', 'm1');
     // A crashed attempt of this very call: its claim was taken and its lease ran out.
@@ -170,8 +174,8 @@ describe.each(MODES)('createAgent, %s', (mode) => {
       turnId,
       args,
     });
-    await store.claim({ key, fingerprint, token: 'dead', leaseMs: 1, ttlMs: 60_000 });
-    await new Promise((r) => setTimeout(r, 5));
+    await store.claim({ key, fingerprint, token: 'dead', leaseMs: 30_000, ttlMs: 600_000 });
+    now += 60_000; // its lease ran out
 
     const model = fakeModel()
       .respondWithTools([ticket('Login fails')])

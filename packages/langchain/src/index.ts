@@ -1,20 +1,15 @@
 export * from '@idempotent-tools/core';
-export {
-  type IdempotentToolsMiddlewareOptions,
-  type IdempotentToolsOptions,
-  idempotentTool,
-  idempotentTools,
-} from './tools.js';
-export { deriveTurnId } from './turn-id.js';
-export {
-  type CallContext,
-  type ExecutorOptions,
-  getIdempotencyKey,
-  type IdempotencyMetadata,
-  type IdempotentToolOptions,
-  idempotencyOf,
-  isIdempotentTool,
-  type ToolArgs,
-  type ToolLike,
-  type WrapOptions,
-} from './wrap-tool.js';
+export { deriveTurnId } from './identity.js';
+export { idempotentTool, idempotentTools } from './tools.js';
+export type {
+  CallContext,
+  ExecutorOptions,
+  IdempotencyMetadata,
+  IdempotentToolOptions,
+  IdempotentToolsMiddlewareOptions,
+  IdempotentToolsOptions,
+  ToolArgs,
+  ToolLike,
+  WrapOptions,
+} from './types.js';
+export { getIdempotencyKey, idempotencyOf, isIdempotentTool } from './wrap-tool.js';

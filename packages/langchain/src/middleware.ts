@@ -1,7 +1,9 @@
+import { checkToolName, createAdapter } from '@idempotent-tools/core/adapter-kit';
 import { isStructuredTool, type StructuredToolInterface } from '@langchain/core/tools';
 import { createMiddleware } from 'langchain';
-import { type IdempotentToolsMiddlewareOptions, planOf } from './tools.js';
-import { executorOf, isIdempotentTool, wrapTool } from './wrap-tool.js';
+import { turnSources } from './identity.js';
+import type { CallContext, IdempotentToolsMiddlewareOptions } from './types.js';
+import { wrapTool } from './wrap-tool.js';
 
 const canWrap = (tool: unknown): tool is StructuredToolInterface => {
   const t = tool as (StructuredToolInterface & { _call?: unknown }) | undefined;
@@ -15,24 +17,30 @@ const canWrap = (tool: unknown): tool is StructuredToolInterface => {
  * order: every retry of the handler meets the stored outcome. List it after middleware that
  * supplies tools (`request.tool`). Needs `langchain` >= 1.2.13.
  *
+ * A run with nothing that tells its conversation apart (no `configurable.thread_id` or
+ * `turn_id`, no `conversationId` or `turnId` option) is refused before the model is called:
+ * `agent.invoke` throws a `ConfigurationError`. LangChain's tool node would turn an error thrown
+ * by a tool into a message for the model; the middleware makes such errors end the run.
+ *
  * ```ts
  * const agent = createAgent({ model, tools, middleware: [idempotentToolsMiddleware({ store })] });
+ * await agent.invoke({ messages }, { configurable: { thread_id: chatId } });
  * ```
  */
 export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOptions) {
   const caller = 'idempotentToolsMiddleware';
-  const idempotency = executorOf(options, caller);
-  const plan = planOf(options, caller);
+  const adapter = createAdapter<CallContext>(options as never, { caller, ...turnSources });
+  const fixed = options.turnId !== undefined || options.conversationId !== undefined;
+  /** Developer errors of tool calls in flight, by tool-call id (a middleware below may eat them). */
+  const refusals = new Map<string, unknown>();
+  const onRefusal = (id: string, error: unknown) => void refusals.set(id, error);
   const cache = new WeakMap<StructuredToolInterface, StructuredToolInterface>();
   /** The tool as the agent should run it (read-only and already wrapped tools: unchanged). */
   const guarded = (tool: StructuredToolInterface): StructuredToolInterface => {
     let out = cache.get(tool);
     if (out === undefined) {
-      const how = plan(tool.name);
-      out =
-        how === 'exclude' || isIdempotentTool(tool)
-          ? tool
-          : wrapTool(tool, idempotency, options, how === 'unsafe' ? { unsafe: true } : how);
+      checkToolName(tool.name, caller);
+      out = wrapTool(tool, adapter, onRefusal);
       cache.set(tool, out);
     }
     return out;
@@ -40,6 +48,18 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
 
   return createMiddleware({
     name: 'IdempotentToolsMiddleware',
+    // No identity at all: refused here, where no other middleware can turn it into a message.
+    beforeAgent: (_state, runtime) => {
+      const call = {
+        toolName: '',
+        args: undefined,
+        toolCall: undefined,
+        state: undefined,
+        config: { configurable: runtime.configurable ?? {} },
+      };
+      if (fixed || turnSources.turn?.(call) || turnSources.conversation?.(call)) return;
+      adapter.identify(call, ''); // throws the ConfigurationError that names what to pass
+    },
     // The agent rejects a replaced tool instance, so the model gets a plain tool definition
     // (same name and schema, the note in the description); the tool node runs the wrapped tool.
     wrapModelCall: (request, handler) =>
@@ -59,9 +79,19 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
           };
         }),
       }),
-    wrapToolCall: (request, handler) =>
-      canWrap(request.tool)
-        ? handler({ ...request, tool: guarded(request.tool) })
-        : handler(request),
+    // A developer error of the tool ends the run, even when a middleware below us (e.g.
+    // toolRetryMiddleware's onFailure: 'continue') made a message of it.
+    wrapToolCall: async (request, handler) => {
+      if (!canWrap(request.tool)) return handler(request);
+      const id = request.toolCall.id;
+      if (!id) return handler({ ...request, tool: guarded(request.tool) });
+      try {
+        const out = await handler({ ...request, tool: guarded(request.tool) });
+        if (refusals.has(id)) throw refusals.get(id);
+        return out;
+      } finally {
+        refusals.delete(id);
+      }
+    },
   });
 }

@@ -51,58 +51,73 @@ function lossyReply(): AgentMiddleware {
   });
 }
 
-/** The first attempt times out after 20 ms; the tool goes on running meanwhile. */
-function firstAttemptTimesOut(): AgentMiddleware {
+/**
+ * A fault that ends the first attempt while the tool still runs: the ticket tool tells it when
+ * it started (no wall-clock timeout to race), and the attempt fails right then.
+ */
+function firstAttemptTimesOut() {
+  let started: () => void = () => {};
+  const toolStarted = new Promise<void>((resolve) => {
+    started = resolve;
+  });
   let attempts = 0;
-  return createMiddleware({
+  const middleware = createMiddleware({
     name: 'FirstAttemptTimesOut',
     wrapToolCall: async (request, handler) => {
       if (attempts++ > 0) return handler(request);
-      return Promise.race([
-        handler(request),
-        new Promise<never>((_, reject) =>
-          setTimeout(() => reject(new Error('ETIMEDOUT: no reply within 20 ms')), 20),
-        ),
-      ]);
+      const timeout = toolStarted.then(() => {
+        throw new Error('ETIMEDOUT: no reply in time');
+      });
+      return Promise.race([handler(request), timeout]);
     },
   });
+  return { middleware, onStart: () => started() };
 }
+const lossyFault = () => ({ middleware: lossyReply(), onStart: undefined });
 
+type Fault = { middleware: AgentMiddleware; onStart: (() => void) | undefined };
 type Setup = (
   fault: AgentMiddleware,
-  effects: string[],
+  tool: StructuredToolInterface,
 ) => { tools: StructuredToolInterface[]; middleware: AgentMiddleware[] };
 const setups: [string, Setup][] = [
   [
     'middleware [toolRetry, lossy, idempotent]',
-    (lossy, effects) => ({
-      tools: [ticketTool(effects, 60)],
-      middleware: [retry(), lossy, idempotentToolsMiddleware({ store: createMemoryStore() })],
+    (fault, ticket) => ({
+      tools: [ticket],
+      middleware: [retry(), fault, idempotentToolsMiddleware({ store: createMemoryStore() })],
     }),
   ],
   [
     'middleware [idempotent, toolRetry, lossy]',
-    (lossy, effects) => ({
-      tools: [ticketTool(effects, 60)],
-      middleware: [idempotentToolsMiddleware({ store: createMemoryStore() }), retry(), lossy],
+    (fault, ticket) => ({
+      tools: [ticket],
+      middleware: [idempotentToolsMiddleware({ store: createMemoryStore() }), retry(), fault],
     }),
   ],
   [
     'wrapped tools [toolRetry, lossy]',
-    (lossy, effects) => ({
-      tools: idempotentTools([ticketTool(effects, 60)], { store: createMemoryStore() }),
-      middleware: [retry(), lossy],
+    (fault, ticket) => ({
+      tools: idempotentTools([ticket], { store: createMemoryStore() }),
+      middleware: [retry(), fault],
     }),
   ],
 ];
+/** The agent of a setup with a fault, and its ticket tool's effects. */
+function faulty(setup: Setup, fault: Fault) {
+  const effects: string[] = [];
+  const { middleware, onStart } = fault;
+  const agent = createAgent({
+    model: script(),
+    ...setup(middleware, ticketTool(effects, 60, onStart)),
+  });
+  return { agent, effects };
+}
 
 describe.each(setups)('toolRetryMiddleware, %s', (_name, setup) => {
   test('a reply lost after the tool ran: the retry replays, the tool ran once', async () => {
-    const effects: string[] = [];
-    const out = await createAgent({ model: script(), ...setup(lossyReply(), effects) }).invoke(
-      { messages: [human('Open a ticket', 'm1')] },
-      config(),
-    );
+    const { agent, effects } = faulty(setup, lossyFault());
+    const out = await agent.invoke({ messages: [human('Open a ticket', 'm1')] }, config());
     expect(effects).toHaveLength(1);
     expect(toolResults(out.messages).map((r) => r.content)).toEqual([
       { ticketId: 'T-1', title: 'Login fails', replayed: true },
@@ -110,12 +125,9 @@ describe.each(setups)('toolRetryMiddleware, %s', (_name, setup) => {
   });
 
   test('a timeout while the tool still runs: the retry waits for it and replays', async () => {
-    const effects: string[] = [];
-    const out = await createAgent({
-      model: script(),
-      ...setup(firstAttemptTimesOut(), effects),
-    }).invoke({ messages: [human('Open a ticket', 'm1')] }, config());
-    await new Promise((r) => setTimeout(r, 150)); // let a stray first attempt finish
+    const { agent, effects } = faulty(setup, firstAttemptTimesOut());
+    const out = await agent.invoke({ messages: [human('Open a ticket', 'm1')] }, config());
+    // The replay waited for the first attempt's outcome: it has finished by now.
     expect(effects).toHaveLength(1);
     expect(toolResults(out.messages)[0]?.content).toEqual({
       ticketId: 'T-1',
@@ -127,16 +139,15 @@ describe.each(setups)('toolRetryMiddleware, %s', (_name, setup) => {
 
 describe('toolRetryMiddleware without idempotency (control)', () => {
   test.each([
-    ['a lost reply', lossyReply],
+    ['a lost reply', lossyFault],
     ['a timeout', firstAttemptTimesOut],
   ])('%s makes the tool run twice', async (_name, fault) => {
-    const effects: string[] = [];
-    await createAgent({
-      model: script(),
-      tools: [ticketTool(effects, 60)],
-      middleware: [retry(), fault()],
-    }).invoke({ messages: [human('Open a ticket', 'm1')] }, config());
-    await new Promise((r) => setTimeout(r, 150));
+    const { agent, effects } = faulty(
+      (middleware, ticket) => ({ tools: [ticket], middleware: [retry(), middleware] }),
+      fault(),
+    );
+    await agent.invoke({ messages: [human('Open a ticket', 'm1')] }, config());
+    // The stray first attempt started its sleep before the retry did: it has finished too.
     expect(effects).toHaveLength(2);
   });
 });

@@ -1,11 +1,11 @@
 import {
+  ConfigurationError,
   createIdempotency,
   createMemoryStore,
-  InvalidInputError,
   RETRY_SAFE_NOTE,
   RETRY_UNSAFE_NOTE,
 } from '@idempotent-tools/core';
-import { HumanMessage, ToolMessage } from '@langchain/core/messages';
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from '@langchain/core/messages';
 import {
   DynamicStructuredTool,
   DynamicTool,
@@ -15,8 +15,8 @@ import {
 } from '@langchain/core/tools';
 import { describe, expect, test } from 'vitest';
 import { z } from 'zod';
+import { deriveTurnId } from './identity.js';
 import { idempotentTool, idempotentTools } from './tools.js';
-import { deriveTurnId } from './turn-id.js';
 import { getIdempotencyKey, idempotencyOf, isIdempotentTool } from './wrap-tool.js';
 
 const schema = z.object({ title: z.string() });
@@ -143,13 +143,23 @@ describe('the replay shape', () => {
     ]);
   });
 
-  test('content blocks get one more text block', async () => {
-    const { tool: original } = counted((t) => [{ type: 'text', text: t }]);
+  test('content blocks: the mark goes into the last text block (one more block only without text)', async () => {
+    const { tool: original } = counted((t) => [
+      { type: 'text', text: t },
+      { type: 'image_url', image_url: { url: 'data:image/png;base64,AA==' } },
+    ]);
     const wrapped = idempotentTool(original, { store: createMemoryStore(), turnId: 't' });
     await callTool(wrapped, { title: 'x' });
     const second = await callTool(wrapped, { title: 'x' });
     expect(second.content).toEqual([
-      { type: 'text', text: 'x' },
+      { type: 'text', text: 'x\n\n{"replayed":true}' },
+      { type: 'image_url', image_url: { url: 'data:image/png;base64,AA==' } },
+    ]);
+    const images = counted(() => [{ type: 'image_url', image_url: { url: 'data:,' } }]);
+    const imageOnly = idempotentTool(images.tool, { store: createMemoryStore(), turnId: 't' });
+    await callTool(imageOnly, { title: 'y' });
+    expect((await callTool(imageOnly, { title: 'y' })).content).toEqual([
+      { type: 'image_url', image_url: { url: 'data:,' } },
       { type: 'text', text: '{"replayed":true}' },
     ]);
   });
@@ -203,26 +213,67 @@ describe('keys, turns and scopes', () => {
     expect(runs).toHaveLength(3);
   });
 
-  test('the derived turn id comes from the state the tool node passes', async () => {
+  test('the derived turn: thread_id + the user turns of the state; message ids are not part of it', async () => {
     const { runs, tool: original } = counted((t) => t);
     const wrapped = idempotentTool(original, { store: createMemoryStore() });
-    const state = (id: string) => ({
-      configurable: { thread_id: 'th' },
-      state: { messages: [new HumanMessage({ content: 'hi', id })] },
+    const state = (thread: string, ...messages: unknown[]) => ({
+      configurable: { thread_id: thread },
+      state: { messages },
     });
-    await callTool(wrapped, { title: 'x' }, state('m1'));
-    await callTool(wrapped, { title: 'x' }, state('m1'));
-    await callTool(wrapped, { title: 'x' }, state('m2'));
-    expect(runs).toHaveLength(2);
+    const hi = (id: string) => new HumanMessage({ content: 'hi', id });
+    await callTool(wrapped, { title: 'x' }, state('th', hi('m1')));
+    // The same turn with a fresh id (LangGraph's add_messages on a re-invoke): replayed.
+    await callTool(wrapped, { title: 'x' }, state('th', hi('m2')));
+    // Another thread, and a later turn with the same words: new actions.
+    await callTool(wrapped, { title: 'x' }, state('other', hi('m1')));
+    await callTool(
+      wrapped,
+      { title: 'x' },
+      state('th', hi('m1'), new AIMessage('Done.'), hi('m3')),
+    );
+    expect(runs).toHaveLength(3);
   });
 
-  test('no turn id and no business key: InvalidInputError, nothing runs', async () => {
+  test('configurable.turn_id is the turn, before the thread; the turnId option before both', async () => {
+    const { runs, tool: original } = counted((t) => t);
+    const wrapped = idempotentTool(original, { store: createMemoryStore() });
+    const turn = (turn_id: string) => ({ configurable: { turn_id, thread_id: 'th' } });
+    await callTool(wrapped, { title: 'x' }, turn('req-1'));
+    await callTool(wrapped, { title: 'x' }, turn('req-1'));
+    await callTool(wrapped, { title: 'x' }, turn('req-2'));
+    expect(runs).toHaveLength(2);
+    const explicit = idempotentTool(original, { store: createMemoryStore(), turnId: 'mine' });
+    await callTool(explicit, { title: 'x' }, turn('req-3'));
+    await callTool(explicit, { title: 'x' }, turn('req-4'));
+    expect(runs).toHaveLength(3);
+  });
+
+  test('no thread, no turn_id, no options, no business key: a ConfigurationError naming them; nothing runs', async () => {
     const { runs, tool: original } = counted((t) => t);
     const wrapped = idempotentTool(original, { store: createMemoryStore() });
     const error = await callTool(wrapped, { title: 'x' }).catch((e: unknown) => e);
-    expect(InvalidInputError.isInstance(error)).toBe(true);
-    expect((error as InvalidInputError).field).toBe('turnId');
-    expect((error as Error).message).toMatch(/pass turnId/);
+    expect(ConfigurationError.isInstance(error)).toBe(true);
+    expect((error as ConfigurationError).option).toBe('conversationId');
+    expect((error as Error).message).toMatch(/thread_id.*conversationId.*turn_id.*turnId/);
+    expect(runs).toEqual([]);
+  });
+
+  test('arguments the key cannot be made of are for the model (fix-input); a bad turn id from your resolver is thrown', async () => {
+    const { runs, tool: original } = counted((t) => t);
+    const big = idempotentTool(original, {
+      store: createMemoryStore(),
+      turnId: 't',
+      maxArgsBytes: 20,
+    });
+    const message = await callTool(big, { title: 'x'.repeat(50) });
+    expect(message.status).toBe('error');
+    expect(json(message)).toMatchObject({ error: 'invalid_input', next: 'fix-input' });
+    const long = idempotentTool(original, {
+      store: createMemoryStore(),
+      turnId: () => 't'.repeat(600),
+    });
+    const error = await callTool(long, { title: 'x' }).catch((e: unknown) => e);
+    expect((error as { field?: string }).field).toBe('turnId');
     expect(runs).toEqual([]);
   });
 
@@ -241,27 +292,31 @@ describe('keys, turns and scopes', () => {
 describe('deriveTurnId', () => {
   const user = (content: string, id?: string) =>
     new HumanMessage({ content, ...(id ? { id } : {}) });
-  test('thread id and the id of the last human message', () => {
-    expect(deriveTurnId({ messages: [user('a', 'm1'), user('b', 'm2')], threadId: 't' })).toBe(
-      '["t","m2"]',
-    );
-    expect(deriveTurnId({ messages: [user('a', 'm1')] })).toBe('[null,"m1"]');
-    expect(deriveTurnId({ messages: [] })).toBeUndefined();
-    expect(deriveTurnId({ messages: undefined })).toBeUndefined();
-  });
-  test('messages without ids: a hash of the conversation up to the last human message', () => {
-    const turn = deriveTurnId({ messages: [user('a')], threadId: 't' });
-    const later = deriveTurnId({
-      messages: [user('a'), new ToolMessage({ content: 'x', tool_call_id: 'c' })],
-      threadId: 't',
-    });
-    expect(turn).toMatch(/^\["t","t_[A-Za-z0-9_-]{43}"\]$/);
-    expect(later).toBe(turn);
-    expect(deriveTurnId({ messages: [user('b')], threadId: 't' })).not.toBe(turn);
+  test('user content and position only: ids, system prompts and tool steps left out', () => {
+    const turn = deriveTurnId({ messages: [user('a', 'm1')], threadId: 't' });
+    expect(turn).toMatch(/^tc_[A-Za-z0-9_-]{43}$/);
+    expect(deriveTurnId({ messages: [user('a')], threadId: 't' })).toBe(turn);
+    const steps = [
+      new SystemMessage('It is 09:00.'),
+      user('a', 'other-id'),
+      new AIMessage({ content: '', tool_calls: [{ id: 'c1', name: 'x', args: {} }] }),
+      new ToolMessage({ content: 'x', tool_call_id: 'c1' }),
+    ];
+    expect(deriveTurnId({ messages: steps, threadId: 't' })).toBe(turn);
     expect(deriveTurnId({ messages: [{ role: 'user', content: 'a' }], threadId: 't' })).toBe(turn);
   });
-  test('a long id is hashed to fit', () => {
-    expect(deriveTurnId({ messages: [user('a', 'm'.repeat(600))] })).toMatch(/^t_.{43}$/);
+  test('another thread, other words, or a later turn with the same words: another turn', () => {
+    const turn = deriveTurnId({ messages: [user('a')], threadId: 't' });
+    expect(deriveTurnId({ messages: [user('a')], threadId: 'u' })).not.toBe(turn);
+    expect(deriveTurnId({ messages: [user('b')], threadId: 't' })).not.toBe(turn);
+    const later = [user('a'), new AIMessage('Done.'), user('a')];
+    expect(deriveTurnId({ messages: later, threadId: 't' })).not.toBe(turn);
+    // Sent again before any answer (a lost reply): the same turn.
+    expect(deriveTurnId({ messages: [user('a'), user('a')], threadId: 't' })).toBe(turn);
+  });
+  test('no human message: undefined', () => {
+    expect(deriveTurnId({ messages: [], threadId: 't' })).toBeUndefined();
+    expect(deriveTurnId({ messages: [new AIMessage('hi')], threadId: 't' })).toBeUndefined();
   });
 });
 
@@ -331,15 +386,18 @@ describe('options', () => {
   test('executor options inline: ttl and onEvent reach the executor', async () => {
     const { runs, tool: original } = counted((t) => t);
     const events: string[] = [];
+    // The store reads a clock the test moves: expiry does not depend on how fast the machine is.
+    let now = Date.now();
     const wrapped = idempotentTool(original, {
-      store: createMemoryStore(),
+      store: createMemoryStore({ now: () => now }),
       ttl: 20,
       onEvent: (e) => events.push(e.outcome),
       turnId: 't',
     });
     await callTool(wrapped, { title: 'x' });
+    now += 19;
     await callTool(wrapped, { title: 'x' });
-    await new Promise((r) => setTimeout(r, 30)); // the record expired
+    now += 21; // the record expired
     await callTool(wrapped, { title: 'x' });
     expect(runs).toHaveLength(2);
     expect(events).toEqual(['executed', 'replayed', 'executed']);
@@ -360,11 +418,13 @@ describe('options', () => {
     expect(wrapped?.name).toBe('create_customer');
     const typo = { store, policies: { create_user: {} } };
     // @ts-expect-error: no tool of that name
-    expect(() => idempotentTools([createCustomer], typo)).toThrow(/no tool named create_user/);
+    expect(() => idempotentTools([createCustomer], typo)).toThrow(
+      /"create_user", but there is no such tool/,
+    );
   });
 });
 
-describe('bad input: InvalidInputError that says what to do', () => {
+describe('bad setup: a ConfigurationError when the tools are wrapped, saying what to do', () => {
   const store = createMemoryStore();
   const { tool: good } = counted(() => 'ok');
   const bad: [string, () => unknown, RegExp][] = [
@@ -373,7 +433,13 @@ describe('bad input: InvalidInputError that says what to do', () => {
     [
       'no name',
       () => idempotentTool(Object.assign(Object.create(good), { name: '' }), { store }),
-      /has no name/,
+      /not a tool name/,
+    ],
+    [
+      'a name the providers reject',
+      () =>
+        idempotentTool(Object.assign(Object.create(good), { name: 'create ticket' }), { store }),
+      /no spaces/,
     ],
     ['no store', () => idempotentTool(good, {} as never), /exactly one of \{ store \}/],
     [
@@ -386,17 +452,27 @@ describe('bad input: InvalidInputError that says what to do', () => {
       () => idempotentTool(good, { store, turnId: 5 as unknown as string }),
       /string or a function/,
     ],
+    [
+      'a misspelt option',
+      () => idempotentTool(good, { store, converstionId: 'c' } as never),
+      /did you mean "conversationId"/,
+    ],
+    [
+      'a bad policy',
+      () => idempotentTool(good, { store, policy: { ttl: 0 } }),
+      /policies\.create_ticket: ttl/,
+    ],
     ['tools not an array', () => idempotentTools({} as [], { store }), /array of tools/],
     [
       'a policy for an unknown tool',
       () => idempotentTools([good], { store, policies: { creat_ticket: {} } as never }),
-      /no tool named creat_ticket; the tools are create_ticket/,
+      /"creat_ticket", but there is no such tool. The tools are create_ticket/,
     ],
     [
       'exclude and unsafe at once',
       () =>
         idempotentTools([good], { store, exclude: ['create_ticket'], unsafe: ['create_ticket'] }),
-      /both excluded and unsafe/,
+      /in both exclude and unsafe/,
     ],
   ];
   test.each(bad)('%s', (_name, make, message) => {
@@ -406,7 +482,7 @@ describe('bad input: InvalidInputError that says what to do', () => {
     } catch (e) {
       error = e;
     }
-    expect(InvalidInputError.isInstance(error)).toBe(true);
+    expect(ConfigurationError.isInstance(error)).toBe(true);
     expect((error as Error).message).toMatch(message);
   });
 });

@@ -40,22 +40,24 @@ function tempFiles() {
 }
 
 describe('(5) a server process killed mid-call, on a SQLite store', () => {
-  it('killed after the outcome was stored (no session): the restarted server replays it', async () => {
+  it('killed after the outcome was stored (_meta turn id): the restarted server replays it', async () => {
     const files = tempFiles();
+    const turn = randomUUID();
     const child = await runChild({
       CRASH_DB: files.dbPath,
       CRASH_EFFECTS: files.effectsFile,
       CRASH_AT: 'after-persist',
-      CRASH_TURN: '',
+      CRASH_TURN: turn,
     });
     expect(child.stderr).toBe('');
     expect(child.signal).toBe('SIGKILL');
     expect(countEffects(files.effectsFile)).toBe(1);
 
-    const result = await runHost({ ...files, crash: undefined });
+    // The client retries the turn against the restarted server (a new process, a new session).
+    const result = await runHost({ ...files, crash: undefined, turnId: turn });
     expect(countEffects(files.effectsFile)).toBe(1);
     expect(result._meta?.[REPLAYED_META]).toBe(true);
-    expect(texts(result)).toEqual(['charged 1999 usd', '{"replayed":true}']);
+    expect(texts(result)).toEqual(['charged 1999 usd\n\n{"replayed":true}']);
     const { chargeId } = result.structuredContent as { chargeId: string };
     expect(chargeId).toMatch(/^ch_\d+$/);
     expect(chargeId).not.toBe(`ch_${process.pid}`);

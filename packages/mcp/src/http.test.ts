@@ -52,7 +52,7 @@ describe('Streamable HTTP on 127.0.0.1: a retry after a lost response is a repla
     const retry = await createTicket(client);
     expect(runs.create_ticket).toBe(1);
     expect(retry._meta).toEqual({ [REPLAYED_META]: true });
-    expect(texts(retry)).toEqual(['Created ticket T-1: Printer on fire', '{"replayed":true}']);
+    expect(texts(retry)).toEqual(['Created ticket T-1: Printer on fire\n\n{"replayed":true}']);
     expect(retry.structuredContent).toMatchObject({ ticketId: 'T-1', replayed: true });
 
     const calls = http.requests.filter((request) => request.method === 'tools/call');

@@ -4,6 +4,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  ConfigurationError,
   createIdempotency,
   createMemoryStore,
   IDEMPOTENCY_KEY_META,
@@ -26,7 +27,8 @@ import {
   texts,
 } from './test-utils/helpdesk.js';
 
-const REPLAYED_NOTE = { type: 'text', text: '{"replayed":true}' };
+/** A replayed text block: the original text, then the mark on a line of its own. */
+const replayedText = (text: string) => ({ type: 'text', text: `${text}\n\n{"replayed":true}` });
 
 function setup(options: Partial<IdempotentServerOptions> = {}) {
   const idempotency = createIdempotency({ store: createMemoryStore() });
@@ -37,22 +39,21 @@ function setup(options: Partial<IdempotentServerOptions> = {}) {
     policies: { create_user: { businessKey: (args: Record<string, unknown>) => args.email } },
     ...options,
   } as IdempotentServerOptions;
-  const connect = (sessionId?: string) =>
-    connectInMemory(
-      createHelpdesk(runs, serverOptions),
-      sessionId === undefined ? {} : { sessionId },
-    );
+  // An in-memory connection with a session id: what a stateful Streamable HTTP session is.
+  const connect = (sessionId = 'session-default') =>
+    connectInMemory(createHelpdesk(runs, serverOptions), { sessionId });
   return { idempotency, runs, connect };
 }
 
 describe('tools/list: what the client and the model read', () => {
-  it('wrapped tools get idempotentHint and the retry note; read-only, unsafe and excluded tools are told apart', async () => {
+  it('wrapped tools get the retry note; idempotentHint only with a business key; read-only, unsafe and excluded tools are told apart', async () => {
     const { connect } = setup({ exclude: ['close_all'] });
     const client = await connect();
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
 
-    expect(byName.create_ticket?.annotations).toEqual({ idempotentHint: true });
+    expect(byName.create_ticket?.annotations).toBeUndefined();
+    expect(byName.create_user?.annotations).toEqual({ idempotentHint: true });
     expect(byName.create_ticket?.description).toBe(`Open a support ticket.\n\n${RETRY_SAFE_NOTE}`);
     expect(byName.ping_oncall?.annotations).toEqual({ idempotentHint: false });
     expect(byName.ping_oncall?.description).toBe(
@@ -70,12 +71,11 @@ describe('tools/list: what the client and the model read', () => {
     const { tools } = await client.listTools();
     expect(tools.find((tool) => tool.name === 'list_tickets')?.annotations).toEqual({
       readOnlyHint: true,
-      idempotentHint: true,
     });
     await callTool(client, 'list_tickets');
     const again = await callTool(client, 'list_tickets');
     expect(runs.list_tickets).toBe(1);
-    expect(again.content).toContainEqual(REPLAYED_NOTE);
+    expect(again.content).toEqual([replayedText('list #1')]);
   });
 });
 
@@ -97,7 +97,7 @@ describe('(1) the same call again: one execution, the repeat says replayed', () 
       },
     });
     expect(second).toEqual({
-      content: [{ type: 'text', text: 'Created ticket T-1: Printer on fire' }, REPLAYED_NOTE],
+      content: [replayedText('Created ticket T-1: Printer on fire')],
       structuredContent: { ...first.structuredContent, replayed: true },
       _meta: { [REPLAYED_META]: true },
     });
@@ -127,7 +127,11 @@ describe('(1) the same call again: one execution, the repeat says replayed', () 
     expect(charge.structuredContent).toEqual({ chargeId: 'ch_1', amount: 1999, replayed: true });
     expect(email.structuredContent).toEqual({ messageId: 'm_1' });
     expect(email._meta).toEqual({ [REPLAYED_META]: true });
-    expect(email.content).toEqual([{ type: 'text', text: 'm_1' }, REPLAYED_NOTE]);
+    expect(email.content).toEqual([replayedText('m_1')]);
+    // A text block that is a JSON object gets the field, and stays JSON.
+    expect(charge.content).toEqual([
+      { type: 'text', text: '{"chargeId":"ch_1","amount":1999,"replayed":true}' },
+    ]);
   });
 
   it('a tool without an input schema is keyed by its name and session', async () => {
@@ -137,7 +141,7 @@ describe('(1) the same call again: one execution, the repeat says replayed', () 
     const second = await callTool(client, 'close_all');
     expect(runs.close_all).toBe(1);
     expect(texts(first)[0]).toMatch(/^closed #1 v1_/);
-    expect(texts(second)).toEqual([texts(first)[0], '{"replayed":true}']);
+    expect(texts(second)).toEqual([`${texts(first)[0]}\n\n{"replayed":true}`]);
   });
 
   it('markFresh marks fresh results replayed: false', async () => {
@@ -146,7 +150,9 @@ describe('(1) the same call again: one execution, the repeat says replayed', () 
     const first = await callTool(client, 'charge_card', { amount: 5 });
     expect(first.structuredContent).toEqual({ chargeId: 'ch_1', amount: 5, replayed: false });
     expect(first._meta).toEqual({ [REPLAYED_META]: false });
-    expect(first.content?.at(-1)).toEqual({ type: 'text', text: '{"replayed":false}' });
+    expect(first.content).toEqual([
+      { type: 'text', text: '{"chargeId":"ch_1","amount":5,"replayed":false}' },
+    ]);
   });
 });
 
@@ -163,7 +169,9 @@ describe('(2) identical calls in parallel', () => {
       true,
       true,
     ]);
-    for (const result of results) expect(texts(result)[0]).toBe('Created ticket T-1: Disk full');
+    for (const result of results) {
+      expect(texts(result)[0]?.split('\n')[0]).toBe('Created ticket T-1: Disk full');
+    }
   });
 });
 
@@ -276,9 +284,10 @@ describe('(4) idempotency errors come back as isError results the model reads', 
     const { connect, runs, idempotency } = setup();
     const turn = randomUUID();
     const args = { title: 'Server room flooded', priority: 'low' };
+    // The client's turn id, scoped by the client's name (clientInfo of the session).
     const { key, fingerprint } = idempotency.keyOf({
       toolName: 'create_ticket',
-      turnId: `turn:${turn}`,
+      turnId: `turn:${JSON.stringify([null, 'test-client', turn])}`,
       args,
     });
     // A holder that died: its claim was never completed and its lease ran out.
@@ -373,7 +382,7 @@ describe('registration', () => {
     server.tool('legacy', 'Legacy.', { n: z.number() }, async ({ n }) => ({
       content: [{ type: 'text', text: `legacy ${n} ${++counts.legacy}` }],
     }));
-    const client = await connectInMemory(server);
+    const client = await connectInMemory(server, { sessionId: 's' });
     for (let i = 0; i < 2; i++) {
       await callTool(client, 'early');
       await callTool(client, 'legacy', { n: 1 });
@@ -388,11 +397,10 @@ describe('registration', () => {
     await callTool(client, 'renamed');
     const replay = await callTool(client, 'renamed');
     expect(counts.updated).toBe(1);
-    expect(replay.content).toEqual([{ type: 'text', text: 'updated 1' }, REPLAYED_NOTE]);
+    expect(replay.content).toEqual([replayedText('updated 1')]);
     const { tools } = await client.listTools();
     expect(tools.find((tool) => tool.name === 'renamed')).toMatchObject({
       description: `Renamed.\n\n${RETRY_SAFE_NOTE}`,
-      annotations: { idempotentHint: true },
     });
 
     early.update({ annotations: { readOnlyHint: true } });
@@ -414,7 +422,7 @@ describe('registration', () => {
     server.registerTool('plain', { inputSchema: { x: z.string() } }, async ({ x }) => ({
       content: [{ type: 'text', text: `${x} ${++counts.plain}` }],
     }));
-    const client = await connectInMemory(server);
+    const client = await connectInMemory(server, { sessionId: 's' });
     for (let i = 0; i < 2; i++) {
       await callTool(client, 'wrapped', { x: 'a' });
       await callTool(client, 'plain', { x: 'a' });
@@ -422,36 +430,52 @@ describe('registration', () => {
     expect(counts).toEqual({ wrapped: 1, plain: 2 });
   });
 
-  it('bad input fails at once with InvalidInputError naming the field', () => {
+  it('bad options fail when the server is wrapped, with a ConfigurationError naming the option', () => {
     const store = createMemoryStore();
     const server = new McpServer({ name: 'm', version: '1.0.0' });
-    const fieldOf = (fn: () => unknown) => {
+    const optionOf = (fn: () => unknown) => {
       try {
         fn();
       } catch (error) {
-        expect(InvalidInputError.isInstance(error)).toBe(true);
-        return (error as InvalidInputError).field;
+        // Executor options (ttl, lease...) are checked by core: InvalidInputError naming the field.
+        if (InvalidInputError.isInstance(error)) return error.field;
+        expect(ConfigurationError.isInstance(error)).toBe(true);
+        return (error as ConfigurationError).option;
       }
       return undefined;
     };
-    expect(fieldOf(() => idempotentServer({} as McpServer, { store }))).toBe('server');
-    expect(fieldOf(() => idempotentServer(server, {} as IdempotentServerOptions))).toBe('store');
+    expect(optionOf(() => idempotentServer({} as McpServer, { store }))).toBe('server');
+    expect(optionOf(() => idempotentServer(server, {} as IdempotentServerOptions))).toBe('store');
     expect(
-      fieldOf(() =>
+      optionOf(() =>
         idempotentServer(server, {
           store,
           idempotency: createIdempotency({ store }),
         } as unknown as IdempotentServerOptions),
       ),
     ).toBe('store');
-    expect(fieldOf(() => idempotentServer(server, { store, exclude: ['a'], unsafe: ['a'] }))).toBe(
+    expect(optionOf(() => idempotentServer(server, { store, exclude: ['a'], unsafe: ['a'] }))).toBe(
       'unsafe',
     );
-    expect(fieldOf(() => idempotentServer(server, { store, turnId: 42 as never }))).toBe('turnId');
-    expect(fieldOf(() => idempotentServer(server, { store, ttl: -1 }))).toBe('ttl');
+    expect(optionOf(() => idempotentServer(server, { store, turnId: 42 as never }))).toBe('turnId');
+    expect(optionOf(() => idempotentServer(server, { store, ttl: -1 }))).toBe('ttl');
+    expect(optionOf(() => idempotentServer(server, { store, sessionWindow: 0 }))).toBe(
+      'sessionWindow',
+    );
+    expect(optionOf(() => idempotentServer(server, { store, sesionWindow: 1 } as never))).toBe(
+      'sesionWindow',
+    );
+    // Options that can never work on MCP: a conversation id (the server never sees the messages),
+    // the removed noSessionTurnId (it shared one turn across clients).
+    expect(optionOf(() => idempotentServer(server, { store, conversationId: 'c' } as never))).toBe(
+      'conversationId',
+    );
+    expect(optionOf(() => idempotentServer(server, { store, noSessionTurnId: 'x' } as never))).toBe(
+      'noSessionTurnId',
+    );
     idempotentServer(server, { store });
-    expect(fieldOf(() => idempotentServer(server, { store }))).toBe('server');
-    expect(fieldOf(() => idempotentRegisterTool(server, { store }))).toBe('server');
+    expect(optionOf(() => idempotentServer(server, { store }))).toBe('server');
+    expect(optionOf(() => idempotentRegisterTool(server, { store }))).toBe('server');
   });
 });
 

@@ -1,97 +1,81 @@
 import {
+  ConfigurationError,
   type ExecutionContext,
   type ExecutorOptions,
-  errorForModel,
-  executorFrom,
-  type Idempotency,
   InvalidInputError,
   markReplayed,
   type ToolPolicy,
   withRetryNote,
 } from '@idempotent-tools/core';
-import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type {
-  CallToolResult,
-  ServerNotification,
-  ServerRequest,
-  ToolAnnotations,
-} from '@modelcontextprotocol/sdk/types.js';
+import {
+  type Adapter,
+  type AdapterOptions,
+  createAdapter,
+  createContextRegistry,
+  errorText,
+  markContent,
+  mergeSignals,
+  NotAnOutcome,
+} from '@idempotent-tools/core/adapter-kit';
+import {
+  type CallToolResult,
+  type CallView,
+  entryField,
+  isInputRequired,
+  type McpServerLike,
+  outputDeclaresReplayed,
+  type RegisteredTool,
+  relatedTaskId,
+  signalOf,
+  type ToolAnnotations,
+  type ToolExtra,
+  viewOf,
+  withSignal,
+} from './sdk.js';
+
+export type { CallToolResult, McpServerLike, ToolExtra } from './sdk.js';
 
 /** `_meta` field of a `tools/call` request: the client's idempotency key for this one call. */
 export const IDEMPOTENCY_KEY_META = 'io.idempotent-tools/key';
-/** `_meta` field of a `tools/call` request: the client's conversation turn id. */
+/** `_meta` field of a `tools/call` request: the client's id of the user turn. */
 export const TURN_ID_META = 'io.idempotent-tools/turn-id';
 /** `_meta` field of a `CallToolResult`: `true` on a replay (`false` on a fresh result with `markFresh`). */
 export const REPLAYED_META = 'io.idempotent-tools/replayed';
-
-/** What the SDK hands a tool callback besides its arguments. */
-export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+/** Default `sessionWindow`: 5 minutes (the window of content-based deduplication in SQS FIFO queues). */
+export const DEFAULT_SESSION_WINDOW = 5 * 60_000;
 
 /** One `tools/call`: what `turnId` and `scope` functions are given. */
-export interface ToolCallInfo {
+export interface ToolCallInfo extends CallView {
   toolName: string;
   /** The arguments, as parsed by the tool's `inputSchema` (`{}` for a tool without one). */
   args: Record<string, unknown>;
-  /** The SDK's `extra`: `sessionId`, `authInfo`, `_meta`, `requestInfo`, `signal`, ... */
+  /** What the SDK handed the tool: 1.x `extra`, 2.x `ctx`. */
   extra: ToolExtra;
 }
 
-/** A per-call value: fixed, or computed from the call (undefined: use the default). */
+/** A per-call value: fixed, or computed from the call (undefined: not known). */
 export type PerCall = string | ((call: ToolCallInfo) => string | undefined);
 
 /** The policy of one MCP tool: its outcome is the tool's `CallToolResult`. */
 export type McpToolPolicy = ToolPolicy<Record<string, unknown>, CallToolResult>;
 
 /** Options of `idempotentServer(server, options)` and `idempotentRegisterTool(server, options)`. */
-export type IdempotentServerOptions = ExecutorOptions & {
-  /**
-   * The turn part of the key: a string, or a function of the call; undefined falls back to the
-   * default: `_meta["io.idempotent-tools/turn-id"]` of the request, else the session id
-   * (`extra.sessionId`), else `noSessionTurnId`. Never the JSON-RPC request id.
-   * @default derived as above
-   */
-  turnId?: PerCall;
-  /**
-   * The turn id of calls with no session (stdio, in-memory, stateless HTTP) and no turn id in
-   * `_meta`: every such call of one scope shares it, for the TTL.
-   * @default 'no-session'
-   */
-  noSessionTurnId?: string;
-  /**
-   * Tenant / user: records of one scope are invisible to another, e.g.
-   * `({ extra }) => extra.authInfo?.clientId`.
-   * @default undefined (one global scope)
-   */
-  scope?: PerCall;
-  /**
-   * Per-tool policy (ttl, lease, businessKey, onDrift, reconcile, onStale, isTerminalError...),
-   * by tool name.
-   * @default {} (the executor's defaults)
-   */
-  policies?: Record<string, McpToolPolicy>;
-  /**
-   * Tools left exactly as they are.
-   * @default []
-   */
-  exclude?: readonly string[];
-  /**
-   * Tools not made idempotent: each call runs again; their description gets the "not safe to
-   * retry" note and their annotations `idempotentHint: false`.
-   * @default []
-   */
-  unsafe?: readonly string[];
-  /**
-   * Also wrap tools annotated `readOnlyHint: true` (left as they are by default).
-   * @default false
-   */
-  wrapReadOnly?: boolean;
-  /**
-   * Also mark fresh results (`replayed: false`), not only replays.
-   * @default false
-   */
-  markFresh?: boolean;
-};
+export type IdempotentServerOptions = ExecutorOptions &
+  Omit<AdapterOptions<ToolCallInfo, McpToolPolicy>, 'conversationId'> & {
+    /**
+     * How long a call that only its session identifies (stateful HTTP, no turn id from the
+     * client) is remembered, in ms: a repeat in the session within it is a retry (replayed), a
+     * repeat after it a new action (runs). `false`: such calls are refused, like calls with no
+     * identity at all (stateless HTTP, stdio without a turn id).
+     * @default 300000 (5 minutes)
+     */
+    sessionWindow?: number | false;
+    /**
+     * Also wrap tools annotated `readOnlyHint: true` (left as they are by default).
+     * @default false
+     */
+    wrapReadOnly?: boolean;
+  };
 
 /**
  * An `isError: true` result of a tool: not stored (the claim is released, so a retry runs
@@ -101,7 +85,7 @@ export class ToolResultError extends Error {
   readonly result: CallToolResult;
   constructor(result: CallToolResult) {
     const text = (result.content ?? []).flatMap((part) =>
-      part.type === 'text' ? [part.text] : [],
+      part.type === 'text' && typeof part.text === 'string' ? [part.text] : [],
     );
     super(text.join('\n') || 'The tool returned an error result.');
     this.name = 'ToolResultError';
@@ -111,163 +95,180 @@ export class ToolResultError extends Error {
 
 type Handler = (...params: unknown[]) => unknown;
 type Kind = 'wrap' | 'unsafe' | 'skip';
+/** Where a framework turn came from; `session` turns are kept for `sessionWindow` only. */
+type Source = { turnId: string; kind: 'key' | 'client' | 'task' | 'session'; key?: unknown[] };
 
-/** Inner `extra` objects -> the idempotency context of their call. */
-const contexts = new WeakMap<object, ExecutionContext>();
-/** Servers whose tools are all wrapped. */
+const contexts = createContextRegistry();
 const wrappedServers = new WeakSet<object>();
+const HOW_TO = `_meta["${TURN_ID_META}"] on tools/call (the client's id of the user turn, new for every user message and the same on a retry, e.g. the message id), or the server's turnId option`;
 
 /**
- * The idempotency context of a wrapped call, from the `extra` your callback received: `key`
- * (send it on as the vendor's `Idempotency-Key`), `signal`, `turnId`, `scope`.
+ * The idempotency context of a wrapped call, from the `extra` (1.x) / `ctx` (2.x) your callback
+ * received: `key` (send it on as the vendor's `Idempotency-Key`), `signal`, `turnId`, `scope`.
  * @returns undefined when the tool was not run through a wrapper
  */
 export function idempotencyContext(extra: object): ExecutionContext | undefined {
   return contexts.get(extra);
 }
 
-function metaString(extra: ToolExtra, field: string): string | undefined {
-  const value = (extra._meta as Record<string, unknown> | undefined)?.[field];
+function metaString(view: CallView, field: string): string | undefined {
+  const value = view.meta?.[field];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value === '') {
-    throw new InvalidInputError({
-      field,
-      message: `_meta["${field}"] must be a non-empty string, got ${JSON.stringify(value) ?? typeof value}. Send a unique id (e.g. a UUID), or leave the field out.`,
-    });
-  }
-  return value;
+  if (typeof value === 'string' && value !== '') return value;
+  throw new InvalidInputError({
+    field,
+    message: `_meta["${field}"] must be a non-empty string, got ${JSON.stringify(value) ?? typeof value}. Send a unique id (e.g. a UUID), or leave the field out.`,
+  });
 }
 
-function perCall(value: PerCall | undefined, info: ToolCallInfo): string | undefined {
-  return typeof value === 'function' ? value(info) : value;
+/** The turn the client gave: its key, its turn id, its task, else its session (scoped by client). */
+function frameworkTurn(call: ToolCallInfo, window: number | false): Source | undefined {
+  const known = [call.authInfo?.clientId, call.clientName];
+  const who = known.every((part) => part === undefined) ? [] : known.map((part) => part ?? null);
+  const scoped = (prefix: string, id: string) =>
+    who.length === 0 ? `${prefix}:${id}` : `${prefix}:${JSON.stringify([...who, id])}`;
+  const key = metaString(call, IDEMPOTENCY_KEY_META);
+  if (key !== undefined)
+    return { kind: 'key', turnId: scoped('key', key), key: ['client-key', ...who, key] };
+  const turn = metaString(call, TURN_ID_META);
+  if (turn !== undefined) return { kind: 'client', turnId: scoped('turn', turn) };
+  const task = relatedTaskId(call);
+  if (task !== undefined) return { kind: 'task', turnId: scoped('task', task) };
+  if (call.sessionId !== undefined && window !== false) {
+    return { kind: 'session', turnId: `session:${call.sessionId}` };
+  }
+  return undefined;
 }
 
 /** `replayed` in the structured content, where the output schema lets it in. */
 function markStructured(
   structured: Record<string, unknown>,
   replayed: boolean,
-  outputSchema: unknown,
-): Record<string, unknown> {
-  if (outputSchema === undefined) {
-    return markReplayed(structured, replayed, { markFresh: true }) as Record<string, unknown>;
-  }
-  const schema = outputSchema as { shape?: unknown; _zod?: { def?: { shape?: unknown } } };
-  const shape = schema._zod?.def?.shape ?? schema.shape;
-  return shape !== null && typeof shape === 'object' && Object.hasOwn(shape, 'replayed')
-    ? { ...structured, replayed }
-    : structured;
+  tool: RegisteredTool,
+) {
+  const declared = outputDeclaresReplayed(tool);
+  if (declared === true) return { ...structured, replayed };
+  if (declared === false || Object.hasOwn(structured, 'replayed')) return structured;
+  return markReplayed(structured, replayed, { markFresh: true }) as Record<string, unknown>;
 }
 
 function markResult(
   result: CallToolResult,
   replayed: boolean,
-  outputSchema: unknown,
+  tool: RegisteredTool,
 ): CallToolResult {
   const marked: CallToolResult = {
     ...result,
-    content: [...(result.content ?? []), { type: 'text', text: JSON.stringify({ replayed }) }],
+    content: markContent(result.content ?? [], replayed),
     _meta: { ...result._meta, [REPLAYED_META]: replayed },
   };
   if (result.structuredContent !== undefined) {
-    marked.structuredContent = markStructured(result.structuredContent, replayed, outputSchema);
+    marked.structuredContent = markStructured(result.structuredContent, replayed, tool);
   }
   return marked;
 }
 
-function forModel(error: unknown): CallToolResult {
-  const shown = errorForModel(error);
-  if (shown === undefined) throw error; // the tool's own error: the SDK reports it as usual
-  return { content: [{ type: 'text', text: JSON.stringify(shown) }], isError: true };
+/** The tool's annotations as the client reads them: `idempotentHint` only where it is true. */
+function annotate(
+  annotations: ToolAnnotations | undefined,
+  kind: Kind,
+  policy: McpToolPolicy | undefined,
+) {
+  if (kind === 'skip' || annotations?.idempotentHint !== undefined) return annotations;
+  if (kind === 'unsafe') return { ...annotations, idempotentHint: false };
+  // Only a business key makes the same arguments one call across turns.
+  return policy?.businessKey === undefined ? annotations : { ...annotations, idempotentHint: true };
+}
+
+interface Wrapping {
+  adapter: Adapter<ToolCallInfo>;
+  server: McpServerLike;
+  options: IdempotentServerOptions;
+  window: number | false;
+  kindOf: (name: string, annotations: ToolAnnotations | undefined) => Kind;
+  sources: WeakMap<ToolCallInfo, Source | undefined>;
+}
+
+/** The call's policy: the tool's, with the client's key and the session window. */
+function callPolicy(w: Wrapping, name: string, source: Source | undefined, used: boolean) {
+  const policy = { ...(w.adapter.policy(name) as McpToolPolicy | undefined) };
+  if (policy.businessKey === undefined && source?.kind === 'key') {
+    policy.businessKey = () => source.key;
+  } else if (
+    policy.businessKey === undefined &&
+    used &&
+    source?.kind === 'session' &&
+    w.window !== false
+  ) {
+    const ttl = policy.ttl ?? (w.options as { ttl?: number }).ttl;
+    policy.ttl = Math.min(w.window, ttl ?? w.window);
+  }
+  return policy;
 }
 
 /** Make one registered tool idempotent (or mark it unsafe), now and after `update(...)`. */
-function wrapRegistered(
-  registered: RegisteredTool,
-  name: string,
-  executor: Idempotency,
-  options: IdempotentServerOptions,
-  kindOf: (name: string, annotations: ToolAnnotations | undefined) => Kind,
-): void {
-  const tool = registered as unknown as Record<string, unknown>;
-  // SDK >= 1.23 keeps the callback in `handler`, earlier versions in `callback`.
-  const field = 'handler' in tool ? 'handler' : 'callback';
+function wrapRegistered(tool: RegisteredTool, name: string, w: Wrapping): void {
+  const field = entryField(tool);
   const raw = {
     name,
     handler: tool[field],
-    description: registered.description,
-    annotations: registered.annotations,
+    description: tool.description,
+    annotations: tool.annotations,
   };
-  const { markFresh = false } = options;
 
   const wrapped: Handler = async (...params) => {
     const extra = params[params.length - 1] as ToolExtra;
     const hasArgs = params.length > 1;
-    const info: ToolCallInfo = {
-      toolName: raw.name,
-      args: (hasArgs ? params[0] : {}) as Record<string, unknown>,
-      extra,
-    };
+    const args = ((hasArgs ? params[0] : undefined) ?? {}) as Record<string, unknown>;
+    const call: ToolCallInfo = { toolName: raw.name, args, extra, ...viewOf(extra, w.server) };
     const handler = raw.handler as Handler;
     try {
-      let policy = options.policies?.[raw.name];
-      const clientKey = metaString(extra, IDEMPOTENCY_KEY_META);
-      if (clientKey !== undefined && policy?.businessKey === undefined) {
-        policy = { ...policy, businessKey: () => ['client-key', clientKey] };
-      }
-      const clientTurn = metaString(extra, TURN_ID_META);
-      const turnId =
-        perCall(options.turnId, info) ??
-        (clientTurn !== undefined
-          ? `turn:${clientTurn}`
-          : extra.sessionId !== undefined
-            ? `session:${extra.sessionId}`
-            : (options.noSessionTurnId ?? 'no-session'));
-      const call = {
-        toolName: raw.name,
-        turnId,
-        scope: perCall(options.scope, info),
-        args: info.args,
-      };
-      const result = await executor.run(
-        call,
-        async (args, context) => {
-          const inner = { ...extra, signal: AbortSignal.any([extra.signal, context.signal]) };
+      const source = frameworkTurn(call, w.window);
+      w.sources.set(call, source);
+      const { turnId, scope, turn } = w.adapter.identify(call, raw.name);
+      const policy = callPolicy(w, raw.name, source, turn?.source === 'framework');
+      const result = await w.adapter.executor.run(
+        { toolName: raw.name, turnId, scope, args },
+        async (runArgs, context) => {
+          const inner = withSignal(extra, mergeSignals(signalOf(extra), context.signal));
           contexts.set(inner, context);
-          const output = (await handler(...(hasArgs ? [args, inner] : [inner]))) as CallToolResult;
+          const output = (await handler(
+            ...(hasArgs ? [runArgs, inner] : [inner]),
+          )) as CallToolResult;
+          // A 2026-07-28 `input_required` round is never the outcome: the claim is released.
+          if (isInputRequired(output)) throw new NotAnOutcome(output);
           if (output?.isError === true) throw new ToolResultError(output);
           return output;
         },
         policy,
       );
-      return result.replayed || markFresh
-        ? markResult(result.value, result.replayed, registered.outputSchema)
+      return result.replayed || w.adapter.markFresh
+        ? markResult(result.value, result.replayed, tool)
         : result.value;
     } catch (error) {
+      if (NotAnOutcome.isInstance(error)) return error.value;
       if (error instanceof ToolResultError) return error.result;
-      return forModel(error);
+      const text = errorText(error);
+      if (text === undefined) throw error; // the tool's own error: the SDK reports it as usual
+      return { content: [{ type: 'text', text }], isError: true } satisfies CallToolResult;
     }
   };
 
   const apply = () => {
-    const kind = typeof raw.handler === 'function' ? kindOf(raw.name, raw.annotations) : 'skip';
-    if (kind === 'skip') {
-      Object.assign(tool, { description: raw.description, annotations: raw.annotations });
-      tool[field] = raw.handler;
-      return;
-    }
-    Object.assign(tool, {
-      description: withRetryNote(raw.description, kind === 'wrap'),
-      annotations: { ...raw.annotations, idempotentHint: kind === 'wrap' },
-    });
+    const kind = typeof raw.handler === 'function' ? w.kindOf(raw.name, raw.annotations) : 'skip';
+    const policy = w.adapter.policy(raw.name) as McpToolPolicy | undefined;
+    tool.description =
+      kind === 'skip' ? raw.description : withRetryNote(raw.description, kind === 'wrap');
+    tool.annotations = annotate(raw.annotations, kind, policy);
     tool[field] = kind === 'wrap' ? wrapped : raw.handler;
   };
 
   // A later `update({ callback, description, annotations, name })` is wrapped again.
-  const update = registered.update.bind(registered);
-  registered.update = (updates) => {
+  const update = tool.update.bind(tool);
+  tool.update = (updates) => {
     update(updates);
     if (typeof updates.name === 'string') raw.name = updates.name;
-    if (updates.callback !== undefined) raw.handler = updates.callback;
+    if (tool[field] !== wrapped) raw.handler = tool[field]; // a new callback (2.x: a new executor)
     if (updates.description !== undefined) raw.description = updates.description;
     if (updates.annotations !== undefined) raw.annotations = updates.annotations;
     apply();
@@ -275,60 +276,75 @@ function wrapRegistered(
   apply();
 }
 
-function prepare(server: McpServer, options: IdempotentServerOptions) {
+function prepare(server: McpServerLike, options: IdempotentServerOptions) {
+  const caller = 'idempotentServer';
   if (server === null || typeof server !== 'object' || typeof server.registerTool !== 'function') {
-    throw new InvalidInputError({
-      field: 'server',
-      message:
-        'Pass an McpServer from @modelcontextprotocol/sdk/server/mcp.js (new McpServer(...)).',
+    throw new ConfigurationError({
+      option: 'server',
+      message: `${caller}: pass an McpServer (new McpServer(...) from @modelcontextprotocol/server or @modelcontextprotocol/sdk/server/mcp.js).`,
     });
   }
   if (wrappedServers.has(server)) {
-    throw new InvalidInputError({
-      field: 'server',
-      message:
-        'This server is already made idempotent by idempotentServer: give per-tool options in its policies, exclude and unsafe.',
+    throw new ConfigurationError({
+      option: 'server',
+      message: `${caller}: this server is already made idempotent: give per-tool options in its policies, exclude and unsafe.`,
     });
   }
-  const executor = executorFrom(options, 'idempotentServer');
-  for (const field of ['turnId', 'scope'] as const) {
-    const value: unknown = options[field];
-    if (value !== undefined && typeof value !== 'string' && typeof value !== 'function') {
-      throw new InvalidInputError({
-        field,
-        message: `${field} must be a string or a function of the call, got ${typeof value}.`,
-      });
-    }
+  const o = (options ?? {}) as Record<string, unknown>;
+  if (o.noSessionTurnId !== undefined) {
+    throw new ConfigurationError({
+      option: 'noSessionTurnId',
+      message: `${caller}: noSessionTurnId is gone: it gave every client without a session one shared turn, so one client's call replayed another's. Have clients send ${HOW_TO}.`,
+    });
   }
-  const exclude = new Set(options.exclude ?? []);
-  const unsafe = new Set(options.unsafe ?? []);
-  for (const name of unsafe) {
-    if (exclude.has(name)) {
-      throw new InvalidInputError({
-        field: 'unsafe',
-        message: `"${name}" is in both exclude and unsafe. Keep it in one of them.`,
-      });
-    }
+  if (o.conversationId !== undefined) {
+    throw new ConfigurationError({
+      option: 'conversationId',
+      message: `${caller}: an MCP server never sees the conversation's messages, so conversationId cannot tell its turns apart. Use ${HOW_TO}.`,
+    });
   }
-  const kindOf = (name: string, annotations: ToolAnnotations | undefined): Kind =>
-    exclude.has(name)
-      ? 'skip'
-      : unsafe.has(name)
-        ? 'unsafe'
-        : annotations?.readOnlyHint === true && options.wrapReadOnly !== true
-          ? 'skip'
-          : 'wrap';
-  return (name: unknown, registered: RegisteredTool) => {
-    if (typeof name !== 'string') return; // the SDK rejected it already
-    wrapRegistered(registered, name, executor, options, kindOf);
+  const window = o.sessionWindow ?? DEFAULT_SESSION_WINDOW;
+  if (
+    window !== false &&
+    (typeof window !== 'number' || !Number.isInteger(window) || window <= 0)
+  ) {
+    throw new ConfigurationError({
+      option: 'sessionWindow',
+      message: `${caller}: sessionWindow must be a whole number of milliseconds (e.g. 300000) or false, got ${String(window)}.`,
+    });
+  }
+  if (o.wrapReadOnly !== undefined && typeof o.wrapReadOnly !== 'boolean') {
+    throw new ConfigurationError({
+      option: 'wrapReadOnly',
+      message: `${caller}: wrapReadOnly must be true or false.`,
+    });
+  }
+  const sources = new WeakMap<ToolCallInfo, Source | undefined>();
+  const adapter = createAdapter<ToolCallInfo>(options as never, {
+    caller,
+    options: ['sessionWindow', 'wrapReadOnly'],
+    turn: (call) => sources.get(call)?.turnId,
+    howTo: HOW_TO,
+  });
+  const kindOf = (name: string, annotations: ToolAnnotations | undefined): Kind => {
+    const treatment = adapter.treatment(name);
+    if (treatment !== 'wrap') return treatment === 'unsafe' ? 'unsafe' : 'skip';
+    return annotations?.readOnlyHint === true && o.wrapReadOnly !== true ? 'skip' : 'wrap';
+  };
+  const w: Wrapping = { adapter, server, options, window, kindOf, sources };
+  return (name: unknown, registered: unknown) => {
+    if (typeof name !== 'string' || registered === null || typeof registered !== 'object') return;
+    wrapRegistered(registered as RegisteredTool, name, w);
   };
 }
 
 /**
- * Make every tool of an MCP server idempotent: the ones registered already and every one
- * registered later (`registerTool`, and the deprecated `tool`). A retried `tools/call` (same
- * session or `_meta` turn id, same tool, same arguments) replays the stored `CallToolResult`,
- * marked replayed, instead of running the tool again. Returns the same server.
+ * Make every tool of an MCP server (`@modelcontextprotocol/sdk` 1.x or
+ * `@modelcontextprotocol/server` 2.x) idempotent: the ones registered already and every one
+ * registered later. A retried `tools/call` (same client turn id, or the same session within
+ * `sessionWindow`; same tool, same arguments) replays the stored `CallToolResult`, marked
+ * replayed, instead of running the tool again. A call that nothing identifies is refused with an
+ * `isError` result that says what the client must send. Returns the same server.
  *
  * ```ts
  * const server = idempotentServer(new McpServer({ name: 'helpdesk', version: '1.0.0' }), {
@@ -336,17 +352,20 @@ function prepare(server: McpServer, options: IdempotentServerOptions) {
  * });
  * server.registerTool('create_ticket', { inputSchema: { title: z.string() } }, createTicket);
  * ```
+ *
+ * @throws ConfigurationError for options that can never work (when the server is wrapped)
  */
-export function idempotentServer<S extends McpServer>(
+export function idempotentServer<S extends McpServerLike>(
   server: S,
   options: IdempotentServerOptions,
 ): S {
   const wrap = prepare(server, options);
-  const existing = (server as unknown as { _registeredTools?: Record<string, RegisteredTool> })
-    ._registeredTools;
+  const existing = (server as { _registeredTools?: Record<string, unknown> })._registeredTools;
   for (const [name, registered] of Object.entries(existing ?? {})) wrap(name, registered);
   for (const method of ['registerTool', 'tool'] as const) {
-    const original = server[method] as unknown as (...args: unknown[]) => RegisteredTool;
+    const original = (server as Record<string, unknown>)[method] as
+      | ((...args: unknown[]) => unknown)
+      | undefined;
     if (typeof original !== 'function') continue;
     Object.defineProperty(server, method, {
       configurable: true,
@@ -365,21 +384,16 @@ export function idempotentServer<S extends McpServer>(
 /**
  * A `registerTool` for `server` whose tools are idempotent; `server.registerTool` itself is left
  * as it is (for tools you do not want wrapped). Same options as `idempotentServer`.
- *
- * ```ts
- * const registerTool = idempotentRegisterTool(server, { store, policies: { create_ticket: { ttl } } });
- * registerTool('create_ticket', { inputSchema: { title: z.string() } }, createTicket);
- * ```
  */
-export function idempotentRegisterTool(
-  server: McpServer,
+export function idempotentRegisterTool<S extends McpServerLike>(
+  server: S,
   options: IdempotentServerOptions,
-): McpServer['registerTool'] {
+): S['registerTool'] {
   const wrap = prepare(server, options);
-  const registerTool = server.registerTool as unknown as (...args: unknown[]) => RegisteredTool;
+  const registerTool = server.registerTool as unknown as (...args: unknown[]) => unknown;
   return ((...args: unknown[]) => {
     const registered = registerTool.apply(server, args);
     wrap(args[0], registered);
     return registered;
-  }) as McpServer['registerTool'];
+  }) as unknown as S['registerTool'];
 }

@@ -1,10 +1,13 @@
 export * from '@idempotent-tools/core';
 export {
+  type CallToolResult,
+  DEFAULT_SESSION_WINDOW,
   IDEMPOTENCY_KEY_META,
   type IdempotentServerOptions,
   idempotencyContext,
   idempotentRegisterTool,
   idempotentServer,
+  type McpServerLike,
   type McpToolPolicy,
   type PerCall,
   REPLAYED_META,

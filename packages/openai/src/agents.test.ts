@@ -1,13 +1,21 @@
-import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
+import {
+  Agent,
+  OpenAIResponsesModel,
+  RunState,
+  run,
+  setDefaultOpenAIClient,
+  setTracingDisabled,
+  tool,
+} from '@openai/agents';
 import { assistantMessage, functionCall, modelError, ScriptedModel } from '@openai/agents/testing';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import {
   AGENTS_DEFAULT_ERROR_OUTPUT,
+  ConfigurationError,
   createIdempotency,
   createMemoryStore,
   type Idempotency,
-  InvalidInputError,
   RETRY_SAFE_NOTE,
   RETRY_UNSAFE_NOTE,
   wrapAgentTools,
@@ -62,7 +70,7 @@ function agentWith(
     tools: [ticketTool(system)],
     model,
   });
-  return wrapAgentTools(idempotency, agent);
+  return wrapAgentTools(idempotency, agent, { conversationId: 'chat-1' });
 }
 const fc = (callId: string, args: Record<string, unknown> = { title: 'Printer' }) =>
   functionCall('create_ticket', args, { callId });
@@ -160,6 +168,7 @@ describe('@openai/agents: the runner with a ScriptedModel', () => {
     const agent = wrapAgentTools(
       createIdempotency({ store: createMemoryStore() }),
       new Agent({ name: 'a', tools: [ticketTool(system, () => ++attempts === 1)], model }),
+      { conversationId: 'chat-1' },
     );
     await run(agent, 'x');
     const sent = outputsSent(model);
@@ -189,6 +198,7 @@ describe('@openai/agents: the runner with a ScriptedModel', () => {
     const agent = wrapAgentTools(
       createIdempotency({ store: createMemoryStore() }),
       new Agent({ name: 'a', tools: [strict], model }),
+      { conversationId: 'chat-1' },
     );
     await expect(run(agent, 'pay')).rejects.toThrow('processor timeout');
     await run(agent, 'pay');
@@ -272,7 +282,7 @@ describe('@openai/agents: the runner with a ScriptedModel', () => {
     expect(runs).toBe(2);
 
     expect(() => wrapFunctionTool(idempotency, { type: 'hosted_tool' } as never)).toThrow(
-      InvalidInputError,
+      ConfigurationError,
     );
     expect(() => wrapAgentTools(idempotency, {} as never)).toThrow(/takes an Agent/);
     const noTurn = new ScriptedModel([[functionCall('op', { n: 1 }, { callId: 'a' })]]);
@@ -281,7 +291,9 @@ describe('@openai/agents: the runner with a ScriptedModel', () => {
       tools: [wrapFunctionTool(idempotency, raw)],
       model: noTurn,
     });
-    await expect(run(bare, 'x')).rejects.toThrow(/No turn id for tool op/);
+    await expect(run(bare, 'x')).rejects.toThrow(
+      /wrapFunctionTool: the turn of this call is unknown/,
+    );
   });
 });
 
@@ -301,7 +313,8 @@ describe('@openai/agents over a flaky network (OpenAIResponsesModel, real openai
         model: new OpenAIResponsesModel(client(server.baseURL), 'scripted'),
       }),
     );
-    const result = await withRetries(3, () => run(agent, 'Server room flooded'));
+    const context = { conversationId: 'chat-1' };
+    const result = await withRetries(3, () => run(agent, 'Server room flooded', { context }));
     expect(system.tickets).toEqual([{ id: 'T-1', title: 'Server room flooded' }]);
     expect(server.requests.map((r) => r.fault ?? 'ok')).toEqual([
       'drop',
@@ -312,4 +325,52 @@ describe('@openai/agents over a flaky network (OpenAIResponsesModel, real openai
     ]);
     expect(result.finalOutput).toContain('"replayed":true');
   }, 20_000);
+});
+
+describe('@openai/agents with a model given by name (not observed)', () => {
+  test('its calls need turnId: the run input alone (maybe the newest message of a server-kept history) is refused', async () => {
+    const server = await startScriptedServer({
+      respond: (turn) =>
+        turn.toolOutputs.length === 0
+          ? { toolCalls: [{ name: 'refund', arguments: { order: turn.userText } }] }
+          : { content: 'done' },
+    });
+    servers.push(server);
+    setDefaultOpenAIClient(client(server.baseURL));
+    let refunds = 0;
+    const make = (needsApproval: boolean) =>
+      wrapAgentTools(
+        createIdempotency({ store: createMemoryStore() }),
+        new Agent({
+          name: 'billing',
+          model: 'scripted',
+          tools: [
+            tool({
+              name: 'refund',
+              description: 'Refund.',
+              parameters: z.object({ order: z.string() }),
+              needsApproval,
+              execute: () => ++refunds,
+            }),
+          ],
+        }),
+      );
+    const agent = make(false);
+    // Turn 1 and turn 2 of Bob's chat with previousResponseId would both send only '42': refused.
+    await expect(run(agent, '42', { context: { conversationId: 'chat-bob' } })).rejects.toThrow(
+      /Give the agent a Model instance/,
+    );
+    expect(refunds).toBe(0);
+    await run(agent, '42', { context: { turnId: 'bob-msg-1' } });
+    await run(agent, '42', { context: { turnId: 'bob-msg-2' } });
+    await run(agent, '42', { context: { turnId: 'bob-msg-2' } }); // a retry of Bob's second turn
+    expect(refunds).toBe(2);
+
+    const approving = make(true);
+    const interrupted = await run(approving, '43', { context: { turnId: 'cy-msg-1' } });
+    const state = await RunState.fromString(approving, interrupted.state.toString());
+    for (const interruption of state.getInterruptions()) state.approve(interruption);
+    await run(approving, state);
+    expect(refunds).toBe(3);
+  });
 });

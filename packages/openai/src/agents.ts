@@ -1,18 +1,30 @@
 /**
- * `@openai/agents`: wrap a `FunctionTool` (its `invoke`) or all of an agent's tools.
+ * `@openai/agents`: wrap a `FunctionTool` (its `invoke`) or all of an agent's tools. The agent's
+ * model (a `Model` instance) is observed so that each function call is linked to the turn of
+ * the request that produced it, in this process and, for calls that may wait for an approval,
+ * in the store (a run resumed from `RunState.fromString` in another process finds it).
  */
 import {
+  ConfigurationError,
   type Idempotency,
-  InvalidInputError,
   type ToolPolicy,
-  turnIdFromMessages,
   withRetryNote,
 } from '@idempotent-tools/core';
-import type { Agent, FunctionTool, RunContext, Tool } from '@openai/agents';
-import { type CommonOptions, checkNames, FailedOutput, runCall } from './shared.js';
+import {
+  createAdapter,
+  createTurnLinks,
+  NotAnOutcome,
+  runCall,
+  type TurnLinks,
+} from '@idempotent-tools/core/adapter-kit';
+import type { Agent, FunctionTool, Model, ModelRequest, RunContext, Tool } from '@openai/agents';
+import { markParts } from './parts.js';
+import { type Anchor, anchorOf, inputItems, refusal } from './turns.js';
 
 type AnyRunContext = RunContext<unknown>;
 type Details = Parameters<FunctionTool['invoke']>[2];
+// biome-ignore lint/suspicious/noExplicitAny: any context, parameters and result
+type AnyFunctionTool = FunctionTool<any, any, any>;
 
 /** The text `tool()` of @openai/agents returns when a tool throws (its default `errorFunction`). */
 export const AGENTS_DEFAULT_ERROR_OUTPUT =
@@ -20,11 +32,15 @@ export const AGENTS_DEFAULT_ERROR_OUTPUT =
 
 export interface AgentToolOptions {
   /**
-   * The turn id: a string, or a function of the run context and call details (e.g. your message
-   * id from `runContext.context`). @default `runContext.context.turnId` when it is a string, else
-   * the id derived from the run's input up to its last user message (by `wrapAgentTools`)
+   * Your id of the user turn: a string, or a function of the run context and call details.
+   * @default `runContext.context.turnId` when it is a string, else the turn of the model request
    */
   turnId?: string | ((runContext: AnyRunContext, details: Details) => string | undefined);
+  /**
+   * Your chat / thread id, with which the turn is derived from the run's input (its user
+   * messages). @default `runContext.context.conversationId` when it is a string
+   */
+  conversationId?: string | ((runContext: AnyRunContext) => string | undefined);
   /** Tenant / user: a string or a function of the run context. @default undefined */
   scope?: string | ((runContext: AnyRunContext, toolName: string) => string | undefined);
   /** Also mark fresh outputs (`replayed: false`). @default false */
@@ -36,43 +52,60 @@ export interface AgentToolOptions {
   isErrorOutput?: (output: unknown) => boolean;
 }
 
-/** Turn ids derived at `agent_start` of the run that owns a RunContext. */
-const derivedTurns = new WeakMap<object, string>();
+type AgentCall = { runContext: AnyRunContext; details: Details; toolName: string; anchor: Anchor };
+type Anchors = { links: TurnLinks<Anchor>; durable: boolean };
 
-function resolveTurnId(
-  options: AgentToolOptions,
-  runContext: AnyRunContext,
-  details: Details,
-): string | undefined {
-  if (typeof options.turnId === 'function') return options.turnId(runContext, details);
-  if (options.turnId !== undefined) return options.turnId;
-  const own = (runContext?.context as { turnId?: unknown } | undefined)?.turnId;
-  return typeof own === 'string' ? own : derivedTurns.get(runContext);
+const fromContext = (call: AgentCall, field: 'turnId' | 'conversationId') => {
+  const value = (call.runContext?.context as Record<string, unknown> | undefined)?.[field];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+};
+
+function adapterFor(
+  caller: string,
+  idempotency: Idempotency,
+  toolNames: string[],
+  { turnId, conversationId, scope, ...rest }: AgentToolOptions & Record<string, unknown>,
+) {
+  return createAdapter<AgentCall>(
+    {
+      ...rest,
+      idempotency,
+      turnId: typeof turnId === 'function' ? (c) => turnId(c.runContext, c.details) : turnId,
+      conversationId:
+        typeof conversationId === 'function' ? (c) => conversationId(c.runContext) : conversationId,
+      scope: typeof scope === 'function' ? (c) => scope(c.runContext, c.toolName) : scope,
+    },
+    {
+      caller,
+      toolNames,
+      options: ['isErrorOutput'],
+      howTo:
+        'conversationId (your chat id: run(agent, input, { context: { conversationId } }) or the conversationId option) or turnId (run(agent, input, { context: { turnId } }))',
+      turn: (c) => fromContext(c, 'turnId') ?? ('turn' in c.anchor ? c.anchor.turn : undefined),
+      conversation: (c) => fromContext(c, 'conversationId'),
+      transcript: (c) =>
+        'said' in c.anchor ? [{ role: 'user', content: c.anchor.said }] : undefined,
+    },
+  );
 }
 
-/**
- * A copy of `tool` whose `invoke` runs each call idempotently and whose description carries the
- * retry note. Replays come back marked (`{ ...output, replayed: true }`).
- */
-// biome-ignore lint/suspicious/noExplicitAny: any context, parameters and result
-export function wrapFunctionTool<T extends FunctionTool<any, any, any>>(
-  idempotency: Idempotency,
+/** A structured tool output (`{ type: 'text' | 'image' | 'file' }`): the SDK sends it as parts. */
+const isPart = (v: unknown) =>
+  ['text', 'image', 'file'].includes((v as { type?: unknown } | null)?.type as string);
+
+const UNKNOWN_TURN: Anchor = {
+  refuse:
+    "the turn of this call is unknown: the agent's model is given by name (or not at all), so its requests are not seen and the run's input may be only the newest message of a history kept by the server (previousResponseId, conversationId, a session); or the tool is not part of an agent wrapped with wrapAgentTools. Nothing ran. Give the agent a Model instance (new OpenAIResponsesModel(client, 'gpt-4.1')), or pass turnId (run(agent, input, { context: { turnId } })).",
+};
+
+function wrapOne<T extends AnyFunctionTool>(
   tool: T,
-  options: AgentToolOptions & {
-    /** ttl, lease, businessKey, reconcile, onStale, ... @default {} */
-    policy?: ToolPolicy<never, unknown>;
-  } = {},
+  adapter: ReturnType<typeof adapterFor>,
+  anchors: Anchors,
+  caller: string,
+  isErrorOutput: (output: unknown) => boolean = (output) => output === AGENTS_DEFAULT_ERROR_OUTPUT,
 ): T {
-  const original = tool?.invoke;
-  if (tool?.type !== 'function' || typeof original !== 'function' || !tool.name) {
-    throw new InvalidInputError({
-      field: 'tool',
-      message:
-        'wrapFunctionTool takes a function tool with a name and an invoke function, e.g. tool({ name, parameters, execute }).',
-    });
-  }
-  const isErrorOutput =
-    options.isErrorOutput ?? ((output: unknown) => output === AGENTS_DEFAULT_ERROR_OUTPUT);
+  const original = tool.invoke;
   const invoke: FunctionTool['invoke'] = async (runContext, input, details) => {
     let args: unknown;
     try {
@@ -80,79 +113,171 @@ export function wrapFunctionTool<T extends FunctionTool<any, any, any>>(
     } catch {
       return original(runContext as never, input, details); // nothing runs: the SDK's input error
     }
-    const turnId = resolveTurnId(options, runContext, details);
-    if (turnId === undefined) {
-      throw new InvalidInputError({
-        field: 'turnId',
-        message: `No turn id for tool ${tool.name}: wrap the agent with wrapAgentTools, pass run(agent, input, { context: { turnId } }), or set the turnId option.`,
-      });
+    const callId = details?.toolCall?.callId;
+    const anchor =
+      (callId && (await anchors.links.find([callId], anchors.durable))) || UNKNOWN_TURN;
+    const call = { runContext, details, toolName: tool.name, anchor };
+    let id: ReturnType<typeof adapter.identify>;
+    try {
+      id = adapter.identify(call, tool.name);
+    } catch (error) {
+      throw refusal(error, anchor, caller);
     }
-    const scope =
-      typeof options.scope === 'function' ? options.scope(runContext, tool.name) : options.scope;
-    const result = await runCall(
-      idempotency,
-      { toolName: tool.name, turnId, scope, args },
+    const ran = await runCall(
+      adapter,
+      { toolName: tool.name, turnId: id.turnId, scope: id.scope, args },
       async () => {
         const output = await original(runContext as never, input, details);
-        if (isErrorOutput(output)) throw new FailedOutput(output);
+        if (isErrorOutput(output)) throw new NotAnOutcome(output);
         return output;
       },
-      options.policy,
-      options.markFresh ?? false,
+      (value, replayed) => markParts(value, replayed, adapter.markFresh, isPart),
     );
-    if (!result.ok) throw result.error;
-    return result.value;
+    if ('error' in ran) throw ran.error;
+    return ran.output;
   };
-  const copy = Object.create(
-    Object.getPrototypeOf(tool),
-    Object.getOwnPropertyDescriptors(tool),
-  ) as T;
-  return Object.assign(copy, { invoke, description: withRetryNote(tool.description) });
+  const copy = Object.create(Object.getPrototypeOf(tool), Object.getOwnPropertyDescriptors(tool));
+  return Object.assign(copy, { invoke, description: withRetryNote(tool.description) }) as T;
+}
+
+/**
+ * A copy of `tool` whose `invoke` runs each call idempotently and whose description carries the
+ * retry note. Alone it sees no model request: its turn comes from `turnId` (the option or
+ * `runContext.context.turnId`). In an agent, prefer `wrapAgentTools`.
+ */
+export function wrapFunctionTool<T extends AnyFunctionTool>(
+  idempotency: Idempotency,
+  tool: T,
+  options: AgentToolOptions & {
+    /** ttl, lease, businessKey, reconcile, onStale, ... @default {} */
+    policy?: ToolPolicy<never, unknown>;
+  } = {},
+): T {
+  if (tool?.type !== 'function' || typeof tool.invoke !== 'function' || !tool.name) {
+    throw new ConfigurationError({
+      option: 'tool',
+      message:
+        'wrapFunctionTool takes a function tool with a name and an invoke function, e.g. tool({ name, parameters, execute }).',
+    });
+  }
+  const { policy, isErrorOutput, ...rest } = options;
+  const policies = policy === undefined ? undefined : { [tool.name]: policy };
+  const adapter = adapterFor('wrapFunctionTool', idempotency, [tool.name], { ...rest, policies });
+  const links = createTurnLinks<Anchor>(adapter.executor);
+  const anchors = { links, durable: false };
+  return wrapOne(tool, adapter, anchors, 'wrapFunctionTool', isErrorOutput);
+}
+
+/** The model, observed: each function call of a response is linked to the request's turn. */
+function observed(
+  model: Model,
+  links: TurnLinks<Anchor>,
+  tools: Map<string, AnyFunctionTool>,
+): Model {
+  const mayWait = async (name: string) => {
+    const needsApproval = tools.get(name)?.needsApproval;
+    // The SDK's needsApproval for `true` / `false` takes no arguments; a policy may say yes.
+    const policy = needsApproval as unknown as (() => Promise<boolean>) | undefined;
+    return policy !== undefined && (policy.length > 0 || (await policy()) === true);
+  };
+  const anchor = (request: ModelRequest) =>
+    anchorOf(
+      inputItems(request.input),
+      { previous: request.previousResponseId, conversation: request.conversationId },
+      links,
+    );
+  const link = async (turn: Anchor, output: readonly unknown[]) => {
+    const calls = (output as Array<{ type: string; name: string; callId: string }>).filter(
+      (item) => item.type === 'function_call' && tools.has(item.name),
+    );
+    const durable = (await Promise.all(calls.map((c) => mayWait(c.name)))).includes(true);
+    await links.remember(
+      calls.map((c) => c.callId),
+      turn,
+      durable,
+    );
+  };
+  return new Proxy(model, {
+    get(target, property) {
+      if (property === 'getResponse') {
+        return async (request: ModelRequest) => {
+          const turn = await anchor(request);
+          const response = await target.getResponse(request);
+          await link(turn, response.output);
+          return response;
+        };
+      }
+      if (property === 'getStreamedResponse') {
+        return async function* (request: ModelRequest) {
+          const turn = await anchor(request);
+          for await (const event of target.getStreamedResponse(request)) {
+            if (event.type === 'response_done') await link(turn, event.response.output);
+            yield event;
+          }
+        };
+      }
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
 
 /**
  * A clone of `agent` whose function tools are wrapped (`exclude`d ones left as they are,
- * `unsafe` ones only get the unsafe note). It derives the turn id of each run from the run's
- * input up to its last user message, unless one is given. Hosted and MCP tools are not wrapped.
+ * `unsafe` ones only get the unsafe note) and whose model is observed to tell the turn of each
+ * call (see the README's table). Hosted and MCP tools are not wrapped.
  */
 // biome-ignore lint/suspicious/noExplicitAny: any context and output type
 export function wrapAgentTools<A extends Agent<any, any>>(
   idempotency: Idempotency,
   agent: A,
-  options: AgentToolOptions & Omit<CommonOptions<never>, 'scope' | 'markFresh'> = {},
+  options: AgentToolOptions & {
+    /** Per-tool policy, by tool name. @default {} */
+    policies?: Record<string, ToolPolicy<never, unknown>>;
+    /** Read-only tools, left as they are. @default [] */
+    exclude?: readonly string[];
+    /** Tools not safe to retry: not wrapped, their description gets the unsafe note. @default [] */
+    unsafe?: readonly string[];
+  } = {},
 ): A {
   if (agent == null || !Array.isArray(agent.tools) || typeof agent.clone !== 'function') {
-    throw new InvalidInputError({
-      field: 'agent',
+    throw new ConfigurationError({
+      option: 'agent',
       message: 'wrapAgentTools takes an Agent of @openai/agents: new Agent({ name, tools }).',
     });
   }
-  const tools: Tool<unknown>[] = agent.tools;
-  const names = tools.flatMap((t) => (t.type === 'function' ? [t.name] : []));
-  const exclude = checkNames('exclude', options.exclude, names);
-  const unsafe = checkNames('unsafe', options.unsafe, names);
-  const wrapped = tools.map((tool) => {
-    if (tool.type !== 'function' || exclude.includes(tool.name)) return tool;
-    if (unsafe.includes(tool.name)) {
-      return Object.assign(
-        Object.create(Object.getPrototypeOf(tool), Object.getOwnPropertyDescriptors(tool)),
-        { description: withRetryNote(tool.description, false) },
-      ) as Tool;
+  const caller = 'wrapAgentTools';
+  const all: Tool<unknown>[] = agent.tools;
+  const functions = all.filter((t): t is AnyFunctionTool => t.type === 'function');
+  const { isErrorOutput, ...rest } = options;
+  const adapter = adapterFor(
+    caller,
+    idempotency,
+    functions.map((t) => t.name),
+    rest,
+  );
+  const links = createTurnLinks<Anchor>(adapter.executor);
+  const model = agent.model as Model | string | undefined;
+  const observable = typeof (model as Model | undefined)?.getResponse === 'function';
+  const anchors: Anchors = { links, durable: observable };
+  const wrapped = new Map<string, AnyFunctionTool>();
+  const tools = all.map((tool) => {
+    if (tool.type !== 'function' || adapter.treatment(tool.name) === 'exclude') return tool;
+    if (adapter.treatment(tool.name) === 'unsafe') {
+      const copy = Object.create(
+        Object.getPrototypeOf(tool),
+        Object.getOwnPropertyDescriptors(tool),
+      );
+      return Object.assign(copy, { description: withRetryNote(tool.description, false) }) as Tool;
     }
-    const policy = options.policies?.[tool.name];
-    return wrapFunctionTool(
-      idempotency,
-      tool,
-      policy === undefined ? options : { ...options, policy },
-    );
+    wrapped.set(tool.name, tool);
+    return wrapOne(tool, adapter, anchors, caller, isErrorOutput);
   });
-  const clone = agent.clone({ tools: wrapped as never }) as A;
-  clone.on('agent_start', (runContext, _agent, turnInput) => {
-    const turnId = turnIdFromMessages(
-      turnInput ?? [],
-      (item) => (item as { role?: string }).role === 'user',
-    );
-    if (turnId !== undefined) derivedTurns.set(runContext, turnId);
-  });
+  const clone = agent.clone({
+    tools: tools as never,
+    ...(observable ? { model: observed(model as Model, links, wrapped) } : {}),
+  }) as A;
+  // A model given by name is not seen: its calls need turnId (the run's input alone cannot tell a
+  // new turn from a retry when the server keeps the history).
   return clone;
 }

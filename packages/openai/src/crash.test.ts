@@ -115,7 +115,7 @@ describe('a process killed mid-turn (SQLite store), then the turn resumed in ano
         createIdempotency({ store }),
         new Agent({ name: 'a', tools: [ticket], model }),
       );
-      await run(agent, CRASH_PROMPT);
+      await run(agent, CRASH_PROMPT, { context: { conversationId: 'chat-1' } });
       store.close();
       const sent = model.calls[1]?.request.input as Array<{
         type: string;

@@ -5,10 +5,10 @@ import type {
 import { afterEach, describe, expect, test } from 'vitest';
 import type { z } from 'zod';
 import {
+  ConfigurationError,
   createIdempotency,
   createMemoryStore,
   createToolDispatcher,
-  InvalidInputError,
   RETRY_SAFE_NOTE,
   RETRY_UNSAFE_NOTE,
 } from './index.js';
@@ -188,14 +188,18 @@ describe('Responses API over a flaky network', () => {
       input: 'twice',
       tools: responsesTools,
     });
-    const outputs = await tools.runResponses(response.output, { input: 'twice' });
+    const outputs = await tools.runResponses(response.output, {
+      input: 'twice',
+      conversationId: 'chat-1',
+    });
     expect(outputs.map((o) => o.type)).toEqual(['function_call_output', 'function_call_output']);
     expect(outputs.map((o) => o.call_id)).toEqual(
       response.output.flatMap((o) => (o.type === 'function_call' ? [o.call_id] : [])),
     );
     expect(system.tickets).toHaveLength(1);
-    const again = await tools.runResponses(response.output, {
+    const again = await tools.runResponses(response, {
       input: [{ role: 'user', content: 'twice' }],
+      conversationId: 'chat-1',
     });
     expect(again.map((o) => JSON.parse(o.output as string).replayed)).toEqual([true, true]);
     expect(system.tickets).toHaveLength(1);
@@ -203,7 +207,7 @@ describe('Responses API over a flaky network', () => {
 });
 
 describe('what the model reads when something is wrong', () => {
-  const messages = [user('hi')];
+  const messages = { messages: [user('hi')], conversationId: 'chat-1' };
 
   test('drift (business key, other args) and outcome-unknown come back as tool messages', async () => {
     let runs = 0;
@@ -220,7 +224,7 @@ describe('what the model reads when something is wrong', () => {
     );
     const first = await tools.runChat(
       assistant(['c1', 'create_customer', '{"email":"a@x.io","name":"Ann"}']),
-      { messages },
+      messages,
     );
     expect(JSON.parse(first[0]?.content as string)).toEqual({
       id: 'cus_1',
@@ -229,7 +233,7 @@ describe('what the model reads when something is wrong', () => {
     });
     const drift = await tools.runChat(
       assistant(['c2', 'create_customer', '{"email":"a@x.io","name":"Bob"}']),
-      { messages },
+      messages,
     );
     expect(JSON.parse(drift[0]?.content as string)).toMatchObject({
       error: 'drift',
@@ -254,7 +258,7 @@ describe('what the model reads when something is wrong', () => {
     await new Promise((r) => setTimeout(r, 5));
     const unknown = await tools.runChat(
       assistant(['c3', 'create_customer', JSON.stringify(args)]),
-      { messages },
+      messages,
     );
     const body = JSON.parse(unknown[0]?.content as string);
     expect(body).toMatchObject({ error: 'outcome_unknown', next: 'check-first' });
@@ -278,7 +282,7 @@ describe('what the model reads when something is wrong', () => {
         ['c', 'count', '{"n": "1"}'],
         ['d', 'delete_everything', '{}'],
       ),
-      { messages },
+      messages,
     );
     const bodies = out.map((m) => JSON.parse(m.content as string));
     expect(runs).toBe(0);
@@ -306,10 +310,10 @@ describe('what the model reads when something is wrong', () => {
       },
     });
     const message = assistant(['a', 'pay', '{}'], ['b', 'note', '{}']);
-    await expect(tools.runChat(message, { messages })).rejects.toThrow('card processor down');
+    await expect(tools.runChat(message, messages)).rejects.toThrow('card processor down');
     expect(done).toEqual(['note']); // the sibling finished (and was stored) before the rethrow
     fail = false;
-    const retry = await tools.runChat(message, { messages });
+    const retry = await tools.runChat(message, messages);
     expect(done).toEqual(['note', 'pay']); // pay ran again: its claim was released
     expect(retry.map((m) => m.content)).toEqual(['paid', '{"result":"noted","replayed":true}']);
 
@@ -318,7 +322,7 @@ describe('what the model reads when something is wrong', () => {
       { pay: () => Promise.reject(new Error('declined')) },
       { toolErrorOutput: (error) => ({ error: (error as Error).message }) },
     );
-    const out = await asOutput.runChat(assistant(['a', 'pay', '{"amount":1}']), { messages });
+    const out = await asOutput.runChat(assistant(['a', 'pay', '{"amount":1}']), messages);
     expect(out[0]?.content).toBe('{"error":"declined"}');
   });
 });
@@ -326,25 +330,31 @@ describe('what the model reads when something is wrong', () => {
 describe('turn ids, scopes, replay shapes, options', () => {
   const message = assistant(['call_1', 'op', '{"x":1}']);
 
-  test('the turn id: explicit wins; derived from the messages up to the last user message', async () => {
+  test('the turn id: explicit wins; derived from the user messages with the conversation id', async () => {
     let runs = 0;
     const tools = createToolDispatcher(createIdempotency({ store: createMemoryStore() }), {
       op: () => ++runs,
     });
     const convo = [user('a')];
-    await tools.runChat(message, { messages: convo });
+    const conversationId = 'chat-1';
+    await tools.runChat(message, { messages: convo, conversationId });
     // Same call id, more messages after the user message: the same turn.
     await tools.runChat(message, {
       messages: [...convo, message, { role: 'tool', tool_call_id: 'call_1', content: '1' }],
+      conversationId,
     });
     expect(runs).toBe(1);
-    await tools.runChat(message, { messages: [...convo, user('b')] }); // same call id, new turn
+    const answered = [...convo, { role: 'assistant', content: 'done' } as const];
+    await tools.runChat(message, { messages: [...answered, user('b')], conversationId }); // new turn
     expect(runs).toBe(2);
     await tools.runChat(message, { turnId: 'msg_42', messages: convo });
     await tools.runChat(assistant(['other_id', 'op', '{"x":1}']), { turnId: 'msg_42' });
     expect(runs).toBe(3);
-    await expect(tools.runChat(message, { messages: [] })).rejects.toThrow(InvalidInputError);
-    await expect(tools.runChat(message)).rejects.toThrow(/No turn id/);
+    await expect(tools.runChat(message, { messages: [], conversationId })).rejects.toThrow(
+      /a conversation id but no user message/,
+    );
+    await expect(tools.runChat(message)).rejects.toThrow(ConfigurationError);
+    expect(runs).toBe(3);
   });
 
   test('scope: static, per call, per dispatch', async () => {
@@ -416,12 +426,48 @@ describe('turn ids, scopes, replay shapes, options', () => {
 
   test('bad input is a typed error that says what to do', () => {
     const idempotency = createIdempotency({ store: createMemoryStore() });
-    expect(() => createToolDispatcher(undefined as never, {})).toThrow(InvalidInputError);
+    expect(() => createToolDispatcher(undefined as never, {})).toThrow(ConfigurationError);
     expect(() => createToolDispatcher(idempotency, { x: 42 as never })).toThrow(
       /handler of tool "x" must be a function or \{ execute, schema\? \}/,
     );
     expect(() => createToolDispatcher(idempotency, { x: () => 1 }, { exclude: ['y'] })).toThrow(
-      /exclude names y, but there is no such tool/,
+      /exclude names "y", but there is no such tool/,
     );
+    expect(() =>
+      createToolDispatcher(idempotency, { x: () => 1 }, { conversationld: 'c' } as never),
+    ).toThrow(/did you mean "conversationId"\?/);
+  });
+});
+
+describe('Responses with the Conversations API (conversation)', () => {
+  test('the turn start needs turnId (the input holds only the new message); its later steps find it', async () => {
+    const sent: string[] = [];
+    const server = await serve({
+      respond: (turn) =>
+        turn.toolOutputs.length < 2
+          ? { toolCalls: [{ name: 'create_ticket', arguments: { title: 'VPN' } }] }
+          : { content: 'ok' },
+    });
+    servers.push(server);
+    const openai = client(server.baseURL);
+    const tools = createToolDispatcher(createIdempotency({ store: createMemoryStore() }), {
+      create_ticket: (args: { title: string }) => {
+        sent.push(args.title);
+        return { ticket: `T-${sent.length}` };
+      },
+    });
+    const conversation = (await openai.conversations.create({})).id;
+    const first = { conversation, input: 'The VPN is down.' };
+    const response = await openai.responses.create({ model: 'm', ...first });
+    await expect(
+      tools.runResponses(response, { ...first, conversationId: 'chat-1' }),
+    ).rejects.toThrow(/Conversations API conversation.*Pass turnId/);
+    expect(sent).toEqual([]);
+    const outputs = await tools.runResponses(response, { ...first, turnId: 'msg_7' });
+    const next = { conversation, input: outputs };
+    const again = await openai.responses.create({ model: 'm', ...next });
+    const replayed = await tools.runResponses(again, next); // no turnId: linked to msg_7
+    expect(sent).toEqual(['VPN']);
+    expect(JSON.parse(replayed[0]?.output as string)).toEqual({ ticket: 'T-1', replayed: true });
   });
 });

@@ -3,49 +3,38 @@
  * of a Responses output idempotently and return the ready-to-send tool messages / outputs.
  */
 import {
+  ConfigurationError,
   type ExecutionContext,
   type Idempotency,
   InvalidInputError,
-  turnIdFromMessages,
+  type ToolPolicy,
   withRetryNote,
 } from '@idempotent-tools/core';
+import {
+  type AdapterOptions,
+  checkPerCall,
+  createAdapter,
+  createTurnLinks,
+  errorText,
+  type PerCall,
+  parseArguments,
+  runCall,
+  type StandardSchema,
+  unwrappedContext,
+  type ValidateFunction,
+} from '@idempotent-tools/core/adapter-kit';
 import type {
   ChatCompletionMessage,
   ChatCompletionMessageParam,
   ChatCompletionToolMessageParam,
 } from 'openai/resources/chat/completions';
 import type {
-  ResponseInput,
+  Response,
+  ResponseCreateParams,
   ResponseInputItem,
   ResponseOutputItem,
 } from 'openai/resources/responses/responses';
-import {
-  type CommonOptions,
-  checkNames,
-  modelErrorText,
-  runCall,
-  unwrappedContext,
-} from './shared.js';
-
-/** A Standard Schema (zod >= 3.24, valibot, arktype...): https://standardschema.dev */
-export interface StandardSchema<Output = unknown> {
-  readonly '~standard': {
-    validate: (value: unknown) => StandardResult<Output> | Promise<StandardResult<Output>>;
-  };
-}
-type StandardResult<Output> =
-  | { readonly value: Output; readonly issues?: undefined }
-  | {
-      readonly issues: ReadonlyArray<{
-        readonly message: string;
-        readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
-      }>;
-    };
-
-/** A JSON-schema validator in the ajv style: true when valid, else false with `errors`. */
-export type ValidateFunction = ((value: unknown) => boolean) & {
-  errors?: ReadonlyArray<{ instancePath?: string; message?: string }> | null;
-};
+import { type Anchor, anchorOf, chatTranscript, inputItems, refusal } from './turns.js';
 
 /** One tool: a function, or `{ execute, schema }`. */
 export type ToolHandler<Args = never, Result = unknown> =
@@ -56,10 +45,26 @@ export type ToolHandler<Args = never, Result = unknown> =
       schema?: StandardSchema<Args> | ValidateFunction;
     };
 
+/** Which turn the calls of one `runChat` / `runResponses` belong to, and for whom. */
+export interface TurnOptions {
+  /** Your id of the user turn (e.g. of the user message). Wins over every other source. */
+  turnId?: string | undefined;
+  /** Your chat / thread id: with it the turn is derived from the conversation's user messages. */
+  conversationId?: string | undefined;
+  /** Overrides the dispatcher's scope for these calls. */
+  scope?: string | undefined;
+}
+
+/** One call as the `turnId`, `conversationId` and `scope` functions of the options get it. */
+export interface DispatchCall {
+  toolName: string;
+  args: unknown;
+  /** The second argument of `runChat` / `runResponses` (its turn options, messages, input...). */
+  request: Readonly<TurnOptions>;
+}
+
 export interface ToolDispatcherOptions
-  extends CommonOptions<
-    string | ((call: { toolName: string; args: unknown }) => string | undefined)
-  > {
+  extends AdapterOptions<DispatchCall, ToolPolicy<never, unknown>> {
   /**
    * The tool's own errors: by default they are rethrown once every call of the message settled
    * (as openai's `runTools` does); the claim is released, so a retry runs again. Give a function
@@ -68,46 +73,23 @@ export interface ToolDispatcherOptions
   toolErrorOutput?: (error: unknown, call: { toolName: string; args: unknown }) => unknown;
 }
 
-/** Which turn the calls belong to, and for whom. */
-export interface TurnOptions {
-  /** The turn id, e.g. your id of the user message. Wins over the derived one. */
-  turnId?: string;
-  /** Overrides the dispatcher's scope for these calls. */
-  scope?: string;
-}
-
 type FunctionCall = { callId: string; name: string; arguments: string };
 type DescribedTool =
   | { type: string; name?: string; description?: string | null }
   | { type: string; function: { name: string; description?: string } };
+const turnOf = Symbol('turn');
+type Call = DispatchCall & { [turnOf]: { transcript?: unknown[]; anchor?: Anchor | undefined } };
+const caller = 'createToolDispatcher';
 
-const isUserItem = (item: unknown) =>
-  (item as { role?: unknown; type?: unknown }).role === 'user' &&
-  [undefined, 'message'].includes((item as { type?: string }).type);
-
-function invalid(message: string): string {
-  return modelErrorText(new InvalidInputError({ field: 'arguments', message })) as string;
-}
-
-function issuesText(
-  issues: ReadonlyArray<{ message?: string; path?: unknown; instancePath?: string }>,
-) {
-  return issues
-    .map((i) => {
-      const path = Array.isArray(i.path)
-        ? i.path.map((p) => (typeof p === 'object' ? String(p.key) : String(p))).join('.')
-        : (i.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
-      return path === '' ? i.message : `${path}: ${i.message}`;
-    })
-    .join('; ');
-}
+const content = (value: unknown): string =>
+  typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null');
 
 /**
  * Runs the function calls the model asked for, idempotently.
  *
  * ```ts
  * const tools = createToolDispatcher(idempotency, { create_ticket: { schema, execute } });
- * messages.push(message, ...(await tools.runChat(message, { messages })));
+ * messages.push(message, ...(await tools.runChat(message, { messages, conversationId: chat.id })));
  * ```
  */
 export function createToolDispatcher(
@@ -116,161 +98,152 @@ export function createToolDispatcher(
   handlers: Record<string, ToolHandler<any, unknown>>,
   options: ToolDispatcherOptions = {},
 ) {
-  if (idempotency == null || typeof idempotency.run !== 'function') {
-    throw new InvalidInputError({
-      field: 'idempotency',
-      message: 'createToolDispatcher needs the executor: createIdempotency({ store }).',
-    });
-  }
   const names = Object.keys(handlers ?? {});
-  for (const name of names) {
+  const executeOf = (name: string) => {
     const h = handlers[name];
-    const execute = typeof h === 'function' ? h : h?.execute;
-    if (name === '' || typeof execute !== 'function') {
-      throw new InvalidInputError({
-        field: 'handlers',
-        message: `The handler of tool "${name}" must be a function or { execute, schema? }.`,
+    return typeof h === 'function' ? h : h?.execute;
+  };
+  for (const name of names) {
+    if (typeof executeOf(name) !== 'function') {
+      throw new ConfigurationError({
+        option: 'handlers',
+        message: `${caller}: the handler of tool "${name}" must be a function or { execute, schema? }.`,
       });
     }
   }
-  const exclude = checkNames('exclude', options.exclude, names);
-  const unsafe = checkNames('unsafe', options.unsafe, names);
-  const markFresh = options.markFresh ?? false;
+  checkPerCall('turnId', options.turnId, caller);
+  checkPerCall('conversationId', options.conversationId, caller);
+  const given = (value: PerCall<DispatchCall> | undefined, call: Call) =>
+    typeof value === 'function' ? value(call) : value;
+  const adapter = createAdapter<Call>(
+    {
+      ...options,
+      idempotency,
+      turnId: (call) => call.request.turnId ?? given(options.turnId, call),
+      conversationId: (call) => call.request.conversationId ?? given(options.conversationId, call),
+    },
+    {
+      caller,
+      toolNames: names,
+      options: ['toolErrorOutput'],
+      howTo:
+        'conversationId (your chat id: runChat(message, { messages, conversationId }), or the option as a function of the call) or turnId (your id of the user message)',
+      turn: ({ [turnOf]: { anchor } }) => (anchor && 'turn' in anchor ? anchor.turn : undefined),
+      transcript: ({ [turnOf]: { anchor, transcript } }) =>
+        (anchor === undefined
+          ? transcript
+          : 'said' in anchor
+            ? [{ role: 'user', content: anchor.said }]
+            : undefined) as never,
+    },
+  );
+  const links = createTurnLinks<Anchor>(adapter.executor);
 
-  async function parse(name: string, text: string): Promise<{ args: unknown } | { error: string }> {
-    let args: unknown;
-    try {
-      args = JSON.parse(text === '' ? '{}' : text);
-    } catch (error) {
-      return {
-        error: invalid(
-          `The arguments of ${name} are not valid JSON (${(error as Error).message}). Nothing ran. Call ${name} again with a JSON object that matches its parameters.`,
-        ),
-      };
-    }
-    const handler = handlers[name];
-    const schema = typeof handler === 'function' ? undefined : handler?.schema;
-    let problem: string | undefined;
-    try {
-      if (typeof schema === 'function') {
-        if (!schema(args)) problem = issuesText(schema.errors ?? []) || 'invalid';
-      } else if (schema !== undefined) {
-        const result = await schema['~standard'].validate(args);
-        if (result.issues === undefined) args = result.value;
-        else problem = issuesText(result.issues);
-      }
-    } catch (error) {
-      problem = (error as Error).message;
-    }
-    if (problem === undefined) return { args };
-    return {
-      error: invalid(
-        `The arguments of ${name} do not match its parameters (${problem}). Nothing ran. Call ${name} again with corrected arguments.`,
-      ),
-    };
-  }
-
-  const wrapped = (name: string) =>
-    handlers[name] !== undefined && !exclude.includes(name) && !unsafe.includes(name);
-
-  async function runAll(calls: FunctionCall[], turnId: string | undefined, scope?: string) {
-    if (turnId === undefined && calls.some((c) => wrapped(c.name))) {
-      throw new InvalidInputError({
-        field: 'turnId',
-        message:
-          'No turn id: pass { turnId } (e.g. your id of the user message), or the input of the request ({ messages } / { input }) with its user message.',
-      });
-    }
-    type Settled = { ok: true; value: unknown } | { ok: false; error: unknown; args: unknown };
-    const settled = await Promise.all(
-      calls.map(async (call): Promise<Settled> => {
-        const handler = handlers[call.name];
-        if (handler === undefined) {
-          const error = new InvalidInputError({
-            field: 'name',
-            message: `There is no tool named "${call.name}". Nothing ran. Call one of: ${names.join(', ')}.`,
-          });
-          return { ok: true, value: modelErrorText(error) };
+  /** Parse every call, identify every wrapped one (developer errors before anything runs), run. */
+  async function runAll(
+    calls: FunctionCall[],
+    request: TurnOptions,
+    turn: Call[typeof turnOf],
+    link?: (turnId: string) => Promise<void>,
+  ) {
+    const prepared = await Promise.all(
+      calls.map(async (c) => {
+        if (handlers[c.name] === undefined) {
+          const message = `There is no tool named "${c.name}". Nothing ran. Call one of: ${names.join(', ')}.`;
+          return { output: errorText(new InvalidInputError({ field: 'name', message })) };
         }
-        const parsed = await parse(call.name, call.arguments);
-        if ('error' in parsed) return { ok: true, value: parsed.error };
-        const execute = typeof handler === 'function' ? handler : handler.execute;
-        const resolvedScope =
-          scope ??
-          (typeof options.scope === 'function'
-            ? options.scope({ toolName: call.name, args: parsed.args })
-            : options.scope);
-        const { args } = parsed;
-        if (!wrapped(call.name) || turnId === undefined) {
-          try {
-            const ctx = unwrappedContext(call.name, turnId, resolvedScope);
-            return { ok: true, value: await execute(args as never, ctx) };
-          } catch (error) {
-            return { ok: false, error, args };
-          }
-        }
-        const one = { toolName: call.name, turnId, scope: resolvedScope, args };
-        const result = await runCall(
-          idempotency,
-          one,
-          execute,
-          options.policies?.[call.name],
-          markFresh,
-        );
-        return result.ok ? result : { ...result, args };
+        const handler = handlers[c.name];
+        const schema = typeof handler === 'function' ? undefined : handler?.schema;
+        const parsed = await parseArguments(c.name, c.arguments, schema);
+        if ('error' in parsed) return { output: parsed.error };
+        return { call: { toolName: c.name, args: parsed.args, request, [turnOf]: turn } as Call };
       }),
     );
-    return settled.map((result, i) => {
-      if (result.ok) return result.value;
-      if (options.toolErrorOutput === undefined) throw result.error;
-      return options.toolErrorOutput(result.error, {
-        toolName: (calls[i] as FunctionCall).name,
-        args: result.args,
-      });
+    let turnId: string | undefined;
+    const identified = prepared.map((p) => {
+      if (p.call === undefined) return undefined;
+      const wrapped = adapter.treatment(p.call.toolName) === 'wrap';
+      try {
+        const id = adapter.identify(p.call, p.call.toolName);
+        turnId ??= id.turnId;
+        return wrapped ? id : undefined;
+      } catch (error) {
+        if (wrapped) throw refusal(error, turn.anchor, caller);
+        return undefined;
+      }
+    });
+    if (turnId !== undefined) await link?.(turnId);
+    const settled = await Promise.all(
+      prepared.map(async ({ call, output }, i) => {
+        if (call === undefined) return { output, call };
+        const { toolName, args } = call;
+        const id = identified[i];
+        const scope = request.scope ?? id?.scope ?? given(options.scope, call);
+        const execute = executeOf(toolName) as (args: unknown, ctx: ExecutionContext) => unknown;
+        if (id !== undefined) {
+          const ran = await runCall(adapter, { toolName, turnId: id.turnId, scope, args }, execute);
+          return { ...ran, call };
+        }
+        try {
+          return { output: await execute(args, unwrappedContext(toolName, turnId, scope)), call };
+        } catch (error) {
+          return { error, developer: false, call };
+        }
+      }),
+    );
+    const forDeveloper = settled.find((s) => 'developer' in s && s.developer);
+    if (forDeveloper !== undefined && 'error' in forDeveloper) throw forDeveloper.error;
+    return settled.map((s) => {
+      if ('output' in s) return s.output;
+      if (options.toolErrorOutput === undefined) throw s.error;
+      const { toolName, args } = s.call as Call;
+      return options.toolErrorOutput(s.error, { toolName, args });
     });
   }
-
-  const content = (value: unknown): string =>
-    typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null');
 
   return {
     /** The tool messages answering the `tool_calls` of a Chat Completions assistant message, in order. */
     async runChat(
       message: Pick<ChatCompletionMessage, 'tool_calls'>,
       turn: TurnOptions & {
-        /** The `messages` of the request that produced `message`: the turn id is derived from them. */
+        /** The `messages` of the request that produced `message`: the turn is derived from them. */
         messages?: readonly ChatCompletionMessageParam[];
       } = {},
     ): Promise<ChatCompletionToolMessageParam[]> {
       const calls = (message.tool_calls ?? []).flatMap((c) =>
         c.type === 'function' ? [{ callId: c.id, ...c.function }] : [],
       );
-      const turnId =
-        turn.turnId ?? turnIdFromMessages(turn.messages ?? [], (m) => m.role === 'user');
-      const outputs = await runAll(calls, turnId, turn.scope);
+      const transcript = chatTranscript((turn.messages ?? []) as never);
+      const outputs = await runAll(calls, turn, { transcript });
       return calls.map((c, i) => ({
         role: 'tool',
         tool_call_id: c.callId,
         content: content(outputs[i]),
       }));
     },
-    /** The `function_call_output` items answering the `function_call` items of a Responses output, in order. */
+    /**
+     * The `function_call_output` items answering the `function_call` items of a response, in
+     * order. Pass the request you sent (its `input`, `previous_response_id`, `conversation`).
+     */
     async runResponses(
-      output: readonly ResponseOutputItem[],
-      turn: TurnOptions & {
-        /** The `input` of the request that produced `output`: the turn id is derived from it. */
-        input?: string | ResponseInput;
-      } = {},
+      response: Pick<Response, 'output'> | readonly ResponseOutputItem[],
+      turn: TurnOptions &
+        Pick<ResponseCreateParams, 'input' | 'previous_response_id' | 'conversation'> = {},
     ): Promise<ResponseInputItem.FunctionCallOutput[]> {
+      const output = 'output' in response ? response.output : response;
       const calls = output.flatMap((item) =>
         item.type === 'function_call'
           ? [{ callId: item.call_id, name: item.name, arguments: item.arguments }]
           : [],
       );
-      const input = turn.input ?? [];
-      const items = typeof input === 'string' ? [{ role: 'user', content: input }] : input;
-      const turnId = turn.turnId ?? turnIdFromMessages(items, isUserItem);
-      const outputs = await runAll(calls, turnId, turn.scope);
+      const chain = { previous: turn.previous_response_id, conversation: turn.conversation };
+      const anchor =
+        calls.length === 0 ? undefined : await anchorOf(inputItems(turn.input), chain, links);
+      // The next request of a chained turn carries only the outputs: link the turn to the calls.
+      const chained = chain.previous != null || chain.conversation != null;
+      const first = calls[0]?.callId;
+      const link = (turnId: string) => links.remember([first as string], { turn: turnId }, true);
+      const outputs = await runAll(calls, turn, { anchor }, chained ? link : undefined);
       return calls.map((c, i) => ({
         type: 'function_call_output',
         call_id: c.callId,
@@ -285,8 +258,9 @@ export function createToolDispatcher(
           description?: string | null;
         };
         const name = fn.name ?? '';
-        if (!names.includes(name) || exclude.includes(name)) return tool;
-        const description = withRetryNote(fn.description ?? undefined, !unsafe.includes(name));
+        if (!names.includes(name) || adapter.treatment(name) === 'exclude') return tool;
+        const safe = adapter.treatment(name) === 'wrap';
+        const description = withRetryNote(fn.description ?? undefined, safe);
         return 'function' in tool
           ? { ...tool, function: { ...tool.function, description } }
           : { ...tool, description };

@@ -1,5 +1,10 @@
 export * from '@idempotent-tools/core';
 export {
+  type StandardSchema,
+  TURN_LINK_TOOL,
+  type ValidateFunction,
+} from '@idempotent-tools/core/adapter-kit';
+export {
   AGENTS_DEFAULT_ERROR_OUTPUT,
   type AgentToolOptions,
   wrapAgentTools,
@@ -7,13 +12,11 @@ export {
 } from './agents.js';
 export {
   createToolDispatcher,
-  type StandardSchema,
+  type DispatchCall,
   type ToolDispatcher,
   type ToolDispatcherOptions,
   type ToolHandler,
   type TurnOptions,
-  type ValidateFunction,
 } from './dispatch.js';
-export type { CommonOptions } from './shared.js';
 // idempotencyHeaders, idempotentFetch, vendorKey, currentExecutionContext, withExecutionContext
 // and the ledger (idempotency.vendorCall) come from core, re-exported above.

@@ -17,4 +17,10 @@ export {
 } from './store-conformance.js';
 export { runStoreFuzz, type StoreFuzzOptions } from './store-fuzz.js';
 export { inWindow, TIMER_SLACK_MS, WINDOW_FACTORS, type Window, waitFor } from './timing.js';
+export {
+  runTurnIdentityCases,
+  type TurnIdentityCaseOptions,
+  type TurnIdentityConversation,
+  type TurnIdentityDriver,
+} from './turn-identity-cases.js';
 export { uniqueKey } from './unique-key.js';

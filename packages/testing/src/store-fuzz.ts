@@ -215,7 +215,7 @@ function wellFormedJson(value: unknown): boolean {
   return true;
 }
 
-/** What the executor must accept (the rules of DESIGN section 3, restated independently). */
+/** What the executor must accept (the rules of design section 3 (docs/design.md), restated independently). */
 function accepted(c: {
   toolName: string;
   turnId: string | undefined;

@@ -1,17 +1,27 @@
 import { appendFileSync } from 'node:fs';
+import { createOpenAI } from '@ai-sdk/openai';
+import type { ModelTurn, ScriptedReply } from '@idempotent-tools/openai/testing';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import { generateText, isStepCount, tool } from 'ai';
 import { z } from 'zod';
 import { idempotentTools } from '../index.js';
-import { scriptedModel } from './script-model.js';
 
 export type Crash = 'after-effect' | 'after-persist' | undefined;
 
+/** The scripted model of the crash tests: charge once per turn, then answer. */
+export function chargeModel(turn: ModelTurn): ScriptedReply {
+  return turn.toolOutputs.length === 0
+    ? { toolCalls: [{ name: 'charge_card', arguments: { amount: 1999, currency: 'usd' } }] }
+    : { content: 'Charged.' };
+}
+
 /**
  * One turn of an agent that charges a card (side effect: a line in `effectsFile`) on a SQLite
- * store; `crash` SIGKILLs the process right after the side effect, or after its outcome is stored.
+ * store, through the real `@ai-sdk/openai` client against the scripted server at `baseURL`;
+ * `crash` SIGKILLs the process right after the side effect, or after its outcome is stored.
  */
 export async function runChargeAgent(options: {
+  baseURL: string;
   dbPath: string;
   effectsFile: string;
   crash: Crash;
@@ -26,12 +36,14 @@ export async function runChargeAgent(options: {
       return { chargeId: `ch_${process.pid}`, amount };
     },
   });
-  const tools = idempotentTools({ charge_card: chargeCard }, { store, lease: 1_000 });
+  const tools = idempotentTools(
+    { charge_card: chargeCard },
+    { store, conversationId: 'chat-order-1001', lease: 1_000 },
+  );
+  const openai = createOpenAI({ baseURL: options.baseURL, apiKey: 'test' });
   try {
     const result = await generateText({
-      model: scriptedModel([
-        { calls: [{ tool: 'charge_card', input: { amount: 1999, currency: 'usd' } }] },
-      ]),
+      model: openai.chat('gpt-4o-mini'),
       tools,
       prompt: 'Charge my card $19.99.',
       stopWhen: isStepCount(5),

@@ -9,7 +9,8 @@ export type IdempotencyErrorCode =
   | 'store_unavailable'
   | 'persist_failed'
   | 'replayed_failure'
-  | 'record_integrity';
+  | 'record_integrity'
+  | 'configuration';
 
 /**
  * Base class of every error this library throws. Check with `IdempotencyError.isInstance(err)`

@@ -1,3 +1,4 @@
+export { ConfigurationError } from './configuration-error.js';
 export { DriftError } from './drift-error.js';
 export { IdempotencyError, type IdempotencyErrorCode } from './idempotency-error.js';
 export { InProgressError } from './in-progress-error.js';

@@ -6,7 +6,7 @@ import { tool } from '@langchain/core/tools';
 import { createAgent } from 'langchain';
 import { z } from 'zod';
 import { idempotentToolsMiddleware } from '../middleware.js';
-import type { IdempotentToolsMiddlewareOptions } from '../tools.js';
+import type { IdempotentToolsMiddlewareOptions } from '../types.js';
 import { human } from './fixtures.js';
 
 /**

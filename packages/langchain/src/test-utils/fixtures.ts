@@ -6,16 +6,18 @@ import type { BaseCheckpointSaver } from '@langchain/langgraph';
 import { type AgentMiddleware, createAgent } from 'langchain';
 import { z } from 'zod';
 import { idempotentToolsMiddleware } from '../middleware.js';
-import { type IdempotentToolsMiddlewareOptions, idempotentTools } from '../tools.js';
+import { idempotentTools } from '../tools.js';
+import type { IdempotentToolsMiddlewareOptions } from '../types.js';
 
 /** The two ways in: the createAgent middleware, or tools wrapped one by one. */
 export type Mode = 'middleware' | 'wrapped';
 export const MODES: Mode[] = ['middleware', 'wrapped'];
 
-/** A ticket tool whose side effect is a push to `effects`. */
-export function ticketTool(effects: string[], delayMs = 0) {
+/** A ticket tool whose side effect is a push to `effects`; `onStart` hears when it starts. */
+export function ticketTool(effects: string[], delayMs = 0, onStart?: () => void) {
   return tool(
     async ({ title }) => {
+      onStart?.();
       if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
       effects.push(title);
       return { ticketId: `T-${effects.length}`, title };

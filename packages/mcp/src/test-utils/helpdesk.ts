@@ -10,10 +10,15 @@ export type Runs = Record<string, number>;
 
 /**
  * A helpdesk MCP server made idempotent with `idempotentServer`: every tool counts its side
- * effects in `runs` (shared by the servers of every session).
+ * effects in `runs` (shared by the servers of every session). The same tools on either SDK.
  */
-export function createHelpdesk(runs: Runs, options: IdempotentServerOptions): McpServer {
-  const server = idempotentServer(new McpServer({ name: 'helpdesk', version: '1.0.0' }), options);
+export function createHelpdesk(
+  runs: Runs,
+  options: IdempotentServerOptions,
+  // 1.x by default; test-utils/modern.ts passes a 2.x McpServer (same tools, plus `deploy`).
+  bare: McpServer = new McpServer({ name: 'helpdesk', version: '1.0.0' }),
+): McpServer {
+  const server = idempotentServer(bare, options);
   const ran = (tool: string) => {
     runs[tool] = (runs[tool] ?? 0) + 1;
     return runs[tool];
@@ -118,6 +123,18 @@ export function createHelpdesk(runs: Runs, options: IdempotentServerOptions): Mc
         : { content: [{ type: 'text', text: `archived ${id}` }] },
   );
 
+  server.registerTool(
+    'reopen_ticket',
+    {
+      description: 'Reopen a ticket (reopening twice changes nothing).',
+      inputSchema: { id: z.string() },
+      annotations: { idempotentHint: true }, // the owner's own statement
+    },
+    async ({ id }) => ({
+      content: [{ type: 'text', text: `reopened ${id} #${ran('reopen_ticket')}` }],
+    }),
+  );
+
   return server;
 }
 
@@ -134,14 +151,14 @@ export async function connectInMemory(
   return client;
 }
 
-/** `client.callTool` with the result typed as a `CallToolResult`. */
+/** `client.callTool` (either SDK's client) with the result typed as a `CallToolResult`. */
 export async function callTool(
-  client: Client,
+  client: Pick<Client, 'callTool'> | { callTool(params: never): Promise<unknown> },
   name: string,
   args: Record<string, unknown> = {},
   meta?: Record<string, unknown>,
 ): Promise<CallToolResult> {
-  return (await client.callTool({
+  return (await (client as Client).callTool({
     name,
     arguments: args,
     ...(meta === undefined ? {} : { _meta: meta }),

@@ -1,5 +1,6 @@
 /** A small tool-calling app over the real openai client, shared by the tests and the crash child. */
 import { appendFileSync } from 'node:fs';
+import { Agent, OpenAIResponsesModel, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import type {
   ChatCompletionFunctionTool,
@@ -7,7 +8,12 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { FunctionTool, ResponseInput } from 'openai/resources/responses/responses';
 import { z } from 'zod';
-import type { ToolDispatcher } from '../index.js';
+import {
+  type Idempotency,
+  type ToolDispatcher,
+  type TurnOptions,
+  wrapAgentTools,
+} from '../index.js';
 import type { ModelTurn, ScriptedReply } from '../testing/index.js';
 
 export const ticketArgs = z.object({
@@ -59,7 +65,7 @@ export function ticketModel(turn: ModelTurn): ScriptedReply {
 }
 
 export function client(baseURL: string): OpenAI {
-  return new OpenAI({ apiKey: 'test', baseURL, timeout: 400, maxRetries: 2 });
+  return new OpenAI({ apiKey: 'test', baseURL, timeout: 2000, maxRetries: 2 });
 }
 
 /** One user turn with Chat Completions: model, tools, model, ... until a text answer. */
@@ -67,7 +73,7 @@ export async function chatTurn(
   openai: OpenAI,
   tools: ToolDispatcher,
   history: ChatCompletionMessageParam[],
-  options: { turnId?: string } = {},
+  options: TurnOptions = { conversationId: 'chat-1' },
 ): Promise<{ messages: ChatCompletionMessageParam[]; text: string }> {
   const messages = [...history];
   for (let step = 0; step < 6; step++) {
@@ -90,6 +96,7 @@ export async function responsesTurn(
   openai: OpenAI,
   tools: ToolDispatcher,
   history: ResponseInput,
+  options: TurnOptions = { conversationId: 'chat-1' },
 ): Promise<{ input: ResponseInput; text: string }> {
   const input = [...history];
   for (let step = 0; step < 6; step++) {
@@ -100,7 +107,7 @@ export async function responsesTurn(
     });
     const calls = response.output.filter((item) => item.type === 'function_call');
     if (calls.length === 0) return { input, text: response.output_text };
-    input.push(...calls, ...(await tools.runResponses(response.output, { input })));
+    input.push(...calls, ...(await tools.runResponses(response, { input, ...options })));
   }
   throw new Error('too many steps');
 }
@@ -120,3 +127,36 @@ export async function withRetries<T>(attempts: number, fn: () => Promise<T>): Pr
 
 /** The user message of the crash scenarios. */
 export const CRASH_PROMPT = 'The printer is on fire';
+
+/** The approval scenario: `refund` waits for a human (needsApproval); the effect is counted in a file. */
+export function refundAgent(idempotency: Idempotency, baseURL: string, effectsFile: string) {
+  const refund = tool({
+    name: 'refund',
+    description: 'Refund an order.',
+    parameters: z.object({ order: z.string() }),
+    needsApproval: true,
+    execute: ({ order }) => {
+      appendFileSync(effectsFile, `${JSON.stringify({ order })}\n`);
+      return { refunded: order };
+    },
+  });
+  const openai = new OpenAI({ apiKey: 'test', baseURL, maxRetries: 0 });
+  return wrapAgentTools(
+    idempotency,
+    new Agent({
+      name: 'billing',
+      instructions: 'You refund orders.',
+      tools: [refund],
+      model: new OpenAIResponsesModel(openai, 'scripted'),
+    }),
+  );
+}
+
+/** Refunds the order the user names, then answers with the tool output. */
+export function refundModel(turn: ModelTurn): ScriptedReply {
+  const order = /order (\d+)/.exec(turn.userText)?.[1];
+  if (order === undefined) return { content: 'How can I help?' };
+  if (turn.toolOutputs.length === 0)
+    return { toolCalls: [{ name: 'refund', arguments: { order } }] };
+  return { content: `Done: ${turn.toolOutputs.join(' | ')}` };
+}

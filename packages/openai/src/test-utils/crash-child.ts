@@ -14,7 +14,8 @@ const idempotency = createIdempotency({
   store: openSqliteStore(CRASH_DB as string),
   lease: 300,
   onEvent: (event) => {
-    if (CRASH_MODE === 'after-persist' && event.outcome === 'executed') die();
+    const tool = event.toolName === 'create_ticket';
+    if (CRASH_MODE === 'after-persist' && tool && event.outcome === 'executed') die();
   },
 });
 const system = ticketSystem(CRASH_EFFECTS);
@@ -46,6 +47,7 @@ if (CRASH_API === 'chat') {
   await run(
     wrapAgentTools(idempotency, new Agent({ name: 'a', tools: [ticket], model })),
     CRASH_PROMPT,
+    { context: { conversationId: 'chat-1' } },
   );
 }
 console.log('the process was not killed');

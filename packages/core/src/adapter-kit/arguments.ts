@@ -1,0 +1,77 @@
+/**
+ * The model's arguments of a call, as JSON text: parsed and checked against the tool's schema
+ * before anything runs, with the text that tells the model what to fix.
+ */
+import { invalidArgumentsText } from './calls.js';
+
+/** A Standard Schema (zod >= 3.24, valibot, arktype...): https://standardschema.dev */
+export interface StandardSchema<Output = unknown> {
+  readonly '~standard': {
+    validate: (value: unknown) => StandardResult<Output> | Promise<StandardResult<Output>>;
+  };
+}
+type StandardResult<Output> =
+  | { readonly value: Output; readonly issues?: undefined }
+  | {
+      readonly issues: ReadonlyArray<{
+        readonly message: string;
+        readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
+      }>;
+    };
+
+/** A JSON-schema validator in the ajv style: true when valid, else false with `errors`. */
+export type ValidateFunction = ((value: unknown) => boolean) & {
+  errors?: ReadonlyArray<{ instancePath?: string; message?: string }> | null;
+};
+
+const issuesText = (
+  issues: ReadonlyArray<{ message?: string; path?: unknown; instancePath?: string }>,
+) =>
+  issues
+    .map((i) => {
+      const path = Array.isArray(i.path)
+        ? i.path.map((p) => (typeof p === 'object' ? String(p.key) : String(p))).join('.')
+        : (i.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
+      return path === '' ? i.message : `${path}: ${i.message}`;
+    })
+    .join('; ');
+
+/**
+ * The model's arguments of a call (JSON text), parsed and checked against the tool's schema (a
+ * Standard Schema's output, defaults applied, becomes the args), or the model's error text
+ * saying what to fix (nothing ran).
+ */
+export async function parseArguments(
+  toolName: string,
+  text: string,
+  schema?: StandardSchema | ValidateFunction,
+): Promise<{ args: unknown } | { error: string }> {
+  let args: unknown;
+  try {
+    args = JSON.parse(text === '' ? '{}' : text);
+  } catch (error) {
+    return {
+      error: invalidArgumentsText(
+        `The arguments of ${toolName} are not valid JSON (${(error as Error).message}). Nothing ran. Call ${toolName} again with a JSON object that matches its parameters.`,
+      ),
+    };
+  }
+  let problem: string | undefined;
+  try {
+    if (typeof schema === 'function') {
+      if (!schema(args)) problem = issuesText(schema.errors ?? []) || 'invalid';
+    } else if (schema !== undefined) {
+      const result = await schema['~standard'].validate(args);
+      if (result.issues === undefined) args = result.value;
+      else problem = issuesText(result.issues);
+    }
+  } catch (error) {
+    problem = (error as Error).message;
+  }
+  if (problem === undefined) return { args };
+  return {
+    error: invalidArgumentsText(
+      `The arguments of ${toolName} do not match its parameters (${problem}). Nothing ran. Call ${toolName} again with corrected arguments.`,
+    ),
+  };
+}

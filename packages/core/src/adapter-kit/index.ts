@@ -1,0 +1,51 @@
+/**
+ * `@idempotent-tools/core/adapter-kit`: what a framework adapter is built from. The turn
+ * identity contract, option checks, and the parts of running a wrapped call, implemented once;
+ * an adapter only maps its framework's shapes onto them. For adapter authors, not for apps.
+ */
+
+export { NotAnOutcome } from '../not-an-outcome.js';
+export {
+  type Adapter,
+  type AdapterOptions,
+  type AdapterSpec,
+  callOf,
+  checkToolName,
+  createAdapter,
+  type ToolTreatment,
+} from './adapter.js';
+export {
+  parseArguments,
+  type StandardSchema,
+  type ValidateFunction,
+} from './arguments.js';
+export {
+  audienceOf,
+  type ContextRegistry,
+  createContextRegistry,
+  drain,
+  errorText,
+  invalidArgumentsText,
+  isAsyncIterable,
+  isContentBlocks,
+  markContent,
+  markOutput,
+  mergeSignals,
+  relay,
+  replayMarkBlock,
+  runCall,
+  unwrappedContext,
+} from './calls.js';
+export {
+  checkPerCall,
+  createTurnResolver,
+  deriveTurnId,
+  type PerCall,
+  type ResolvedTurn,
+  type TranscriptEntry,
+  type TurnIdentityOptions,
+  type TurnResolver,
+  type TurnSource,
+  type TurnSources,
+} from './turn-identity.js';
+export { createTurnLinks, TURN_LINK_TOOL, type TurnLinks } from './turn-links.js';

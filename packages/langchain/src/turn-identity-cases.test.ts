@@ -1,0 +1,14 @@
+import { runTurnIdentityCases } from '@idempotent-tools/testing';
+import { describe, expect, test } from 'vitest';
+import { createAgentDriver } from './test-utils/driver.js';
+import { TRANSPORTS } from './test-utils/openai.js';
+
+for (const transport of TRANSPORTS) {
+  runTurnIdentityCases({
+    name: `langchain: createAgent + idempotentToolsMiddleware over ChatOpenAI (${transport === 'json' ? 'agent.invoke, JSON' : 'agent.stream, SSE'})`,
+    describe,
+    test,
+    expect,
+    createDriver: createAgentDriver(transport),
+  });
+}

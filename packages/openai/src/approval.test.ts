@@ -1,0 +1,96 @@
+/**
+ * Finding: an Agents SDK approval (`needsApproval`) resumed from `RunState.fromString` in
+ * another process failed with "No turn id" (the runner does not start the agent again, so the
+ * turn derived at agent_start was gone). Now the call is linked to its turn in the store when
+ * the model asks for it, and the resumed run finds it: the refund runs once, however many
+ * times the saved state is resumed, in whichever process.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openSqliteStore } from '@idempotent-tools/store-sqlite';
+import { countEffects } from '@idempotent-tools/testing';
+import { RunState, run, setTracingDisabled } from '@openai/agents';
+import { afterAll, describe, expect, test } from 'vitest';
+import { createIdempotency } from './index.js';
+import { refundAgent, refundModel } from './test-utils/app.js';
+import { startScriptedServer } from './testing/index.js';
+
+const child = fileURLToPath(new URL('./test-utils/approval-child.ts', import.meta.url));
+const packageDir = fileURLToPath(new URL('..', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'openai-adapter-approval-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+setTracingDisabled(true);
+
+function resumeInChild(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', child], {
+      cwd: packageDir,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    proc.stdout.on('data', (d) => (out += d));
+    proc.stderr.on('data', (d) => (out += d));
+    proc.on('error', reject);
+    proc.on('close', (code) => resolve({ code, out }));
+  });
+}
+
+describe('an approval resumed from RunState.fromString in another process (SQLite store)', () => {
+  for (const history of ['context conversationId', 'previousResponseId'] as const) {
+    test(`${history}: the approved refund runs once; no "No turn id"`, async () => {
+      const name = history.replace(/\W/g, '-');
+      const files = {
+        APPROVAL_DB: join(dir, `${name}.db`),
+        APPROVAL_STATE: join(dir, `${name}.state.json`),
+        APPROVAL_EFFECTS: join(dir, `${name}.effects`),
+      };
+      const server = await startScriptedServer({ respond: refundModel });
+      try {
+        const env = { ...files, APPROVAL_BASE_URL: server.baseURL };
+        // This process: the model asks for the refund; the run stops for the approval.
+        const store = openSqliteStore(files.APPROVAL_DB);
+        const agent = refundAgent(
+          createIdempotency({ store }),
+          server.baseURL,
+          files.APPROVAL_EFFECTS,
+        );
+        const context = { conversationId: 'chat-7' };
+        let previousResponseId: string | undefined;
+        if (history === 'previousResponseId') {
+          previousResponseId = (await run(agent, 'Hi', { context })).lastResponseId;
+        }
+        const options = previousResponseId === undefined ? { context } : { previousResponseId };
+        const interrupted = await run(agent, 'Refund order 42, please.', options);
+        expect(interrupted.interruptions.map((i) => i.name)).toEqual(['refund']);
+        const saved = interrupted.state.toString();
+        writeFileSync(files.APPROVAL_STATE, saved);
+        expect(countEffects(files.APPROVAL_EFFECTS)).toBe(0);
+
+        // Another process approves and resumes: the refund runs.
+        const first = await resumeInChild(env);
+        expect(first.code, first.out).toBe(0);
+        expect(first.out).not.toMatch(/No turn id|ConfigurationError/);
+        expect(JSON.parse(first.out.trim().split('\n').at(-1) as string).finalOutput).toBe(
+          'Done: {"refunded":"42"}',
+        );
+        expect(countEffects(files.APPROVAL_EFFECTS)).toBe(1);
+
+        // The approval is delivered again (another process), and this one resumes too: replays.
+        const second = await resumeInChild(env);
+        expect(second.code, second.out).toBe(0);
+        expect(second.out).toContain('\\"replayed\\":true');
+        const here = await RunState.fromString(agent, readFileSync(files.APPROVAL_STATE, 'utf8'));
+        for (const interruption of here.getInterruptions()) here.approve(interruption);
+        expect((await run(agent, here)).finalOutput).toContain('"replayed":true');
+        store.close();
+        expect(countEffects(files.APPROVAL_EFFECTS)).toBe(1);
+      } finally {
+        await server.close();
+      }
+    }, 60_000);
+  }
+});

@@ -1,0 +1,341 @@
+/**
+ * What was found (issue 15, turn identity), each through the real `openai` client (or the Agents
+ * SDK's OpenAI models on it) against the scripted server. Each of these failed before the fix.
+ * The approval resumed in another process is in approval.test.ts.
+ */
+import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
+import OpenAI from 'openai';
+import type {
+  ChatCompletionFunctionTool,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
+import type { FunctionTool, ResponseInput } from 'openai/resources/responses/responses';
+import { afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { z } from 'zod';
+import {
+  ConfigurationError,
+  createIdempotency,
+  createMemoryStore,
+  createToolDispatcher,
+  type Idempotency,
+  type ToolDispatcher,
+  wrapAgentTools,
+} from './index.js';
+import {
+  type ModelTurn,
+  type ScriptedReply,
+  type ScriptedServer,
+  startScriptedServer,
+} from './testing/index.js';
+
+beforeAll(() => setTracingDisabled(true));
+const servers: ScriptedServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+});
+async function serve(respond: (turn: ModelTurn) => ScriptedReply) {
+  const server = await startScriptedServer({ respond });
+  servers.push(server);
+  return { server, openai: new OpenAI({ apiKey: 'test', baseURL: server.baseURL, maxRetries: 0 }) };
+}
+
+const CONFIRM = 'Yes, send it.';
+const sendArgs = z.object({ text: z.string() });
+
+/**
+ * The user's words go to `send_message`, except small talk; after the output, the model asks
+ * for the same call again once (a model repeating a call), then answers.
+ */
+function sendModel(turn: ModelTurn, repeat = true) {
+  if (/^(Hi|Thanks|Draft)/.test(turn.userText)) return { content: 'Sure.' };
+  const call = { name: 'send_message', arguments: { text: turn.userText } };
+  if (turn.toolOutputs.length < (repeat ? 2 : 1)) return { toolCalls: [call] };
+  return { content: `Sent: ${turn.toolOutputs.join(' | ')}` };
+}
+
+const chatTool: ChatCompletionFunctionTool = {
+  type: 'function',
+  function: { name: 'send_message', parameters: z.toJSONSchema(sendArgs) as never },
+};
+const responsesTool: FunctionTool = {
+  type: 'function',
+  name: 'send_message',
+  parameters: z.toJSONSchema(sendArgs) as never,
+  strict: false,
+};
+
+function dispatcher(idempotency: Idempotency, sent: string[]) {
+  return createToolDispatcher(idempotency, {
+    send_message: {
+      schema: sendArgs,
+      execute: ({ text }: z.infer<typeof sendArgs>) => {
+        sent.push(text);
+        return { message: `M-${sent.length}` };
+      },
+    },
+  });
+}
+
+/** One user turn with Chat Completions, the app keeping the messages. */
+async function chatTurn(
+  openai: OpenAI,
+  tools: ToolDispatcher,
+  history: ChatCompletionMessageParam[],
+  turn: { conversationId?: string } = {},
+) {
+  const messages = [...history];
+  for (;;) {
+    const completion = await openai.chat.completions.create({
+      model: 'm',
+      messages,
+      tools: [chatTool],
+    });
+    const message = completion.choices[0]?.message as ChatCompletionMessageParam & {
+      tool_calls?: unknown[];
+    };
+    messages.push(message);
+    if (!message.tool_calls?.length) return messages;
+    messages.push(...(await tools.runChat(message as never, { messages, ...turn })));
+  }
+}
+
+describe('finding: two users who send the same prompt share a turn (the second is replayed)', () => {
+  test('runChat with default options: refused without a conversation id; one effect per user with one', async () => {
+    const { openai } = await serve(sendModel);
+    const sent: string[] = [];
+    const tools = dispatcher(createIdempotency({ store: createMemoryStore() }), sent);
+    const prompt: ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'You send messages.' },
+      { role: 'user', content: 'Cancel my subscription.' },
+    ];
+    // Before: the second user got the first user's message id back, marked replayed.
+    const refused = await chatTurn(openai, tools, prompt).catch((error: unknown) => error);
+    expect(ConfigurationError.isInstance(refused)).toBe(true);
+    expect((refused as ConfigurationError).option).toBe('conversationId');
+    expect((refused as Error).message).toMatch(/Nothing ran\. Pass conversationId/);
+    expect(sent).toEqual([]);
+
+    const ann = await chatTurn(openai, tools, prompt, { conversationId: 'chat-ann' });
+    const bob = await chatTurn(openai, tools, prompt, { conversationId: 'chat-bob' });
+    expect(sent).toEqual(['Cancel my subscription.', 'Cancel my subscription.']);
+    const outputs = (m: ChatCompletionMessageParam[]) =>
+      m.filter((x) => x.role === 'tool').map((x) => JSON.parse(x.content as string));
+    expect(outputs(ann)).toEqual([{ message: 'M-1' }, { message: 'M-1', replayed: true }]);
+    expect(outputs(bob)).toEqual([{ message: 'M-2' }, { message: 'M-2', replayed: true }]);
+  });
+
+  test('runResponses with the whole input: the same, per conversation id', async () => {
+    const { openai } = await serve(sendModel);
+    const sent: string[] = [];
+    const tools = dispatcher(createIdempotency({ store: createMemoryStore() }), sent);
+    const input: ResponseInput = [{ role: 'user', content: 'Cancel my subscription.' }];
+    const response = await openai.responses.create({ model: 'm', input, tools: [responsesTool] });
+    const { output } = response;
+    await expect(tools.runResponses(output, { input })).rejects.toThrow(ConfigurationError);
+    await tools.runResponses(output, { input, conversationId: 'chat-ann' });
+    await tools.runResponses(output, { input, conversationId: 'chat-bob' });
+    expect(sent).toHaveLength(2);
+  });
+});
+
+describe('finding: turn 9 "Yes, send it." was replayed from turn 3 of the same conversation', () => {
+  const script = [
+    'Draft a note to Ann.',
+    'Thanks',
+    CONFIRM,
+    'Draft one to Bob.',
+    'Thanks',
+    'Draft one to Cy.',
+    'Thanks',
+    'Hi',
+    CONFIRM,
+  ];
+
+  async function chained(repeat: boolean) {
+    const { openai } = await serve((turn) => sendModel(turn, repeat));
+    const sent: string[] = [];
+    const idempotency = createIdempotency({ store: createMemoryStore() });
+    let tools = dispatcher(idempotency, sent);
+    const outputs: string[] = [];
+    let last: string | undefined;
+    for (const [turn, text] of script.entries()) {
+      let request: { input: string | ResponseInput; previous_response_id?: string } = {
+        input: text,
+        ...(last === undefined ? {} : { previous_response_id: last }),
+      };
+      for (;;) {
+        const response = await openai.responses.create({
+          model: 'm',
+          instructions: `You send messages. It is 09:0${turn}.`,
+          tools: [responsesTool],
+          ...request,
+        });
+        if (!response.output.some((o) => o.type === 'function_call')) {
+          last = response.id;
+          break;
+        }
+        const turnOptions = { ...request, conversationId: 'chat-1' };
+        const out = await tools.runResponses(response.output, turnOptions);
+        outputs.push(...out.map((o) => o.output as string));
+        // The app restarts between the steps of turn 9: the next step, holding only the tool
+        // outputs, finds its turn in the store.
+        if (turn === 8) tools = dispatcher(idempotency, sent);
+        request = { input: out, previous_response_id: response.id };
+      }
+    }
+    return { sent, outputs: outputs.map((o) => JSON.parse(o)) };
+  }
+
+  test('Responses chained with previous_response_id: turn 9 sends again', async () => {
+    const { sent, outputs } = await chained(false);
+    expect(sent).toEqual([CONFIRM, CONFIRM]);
+    expect(outputs).toEqual([{ message: 'M-1' }, { message: 'M-2' }]);
+  });
+
+  test('Responses chained: a later step (tool outputs only) keeps its turn, also after a restart', async () => {
+    const { sent, outputs } = await chained(true);
+    expect(sent).toEqual([CONFIRM, CONFIRM]);
+    expect(outputs).toEqual([
+      { message: 'M-1' },
+      { message: 'M-1', replayed: true }, // the model repeating the call in turn 3
+      { message: 'M-2' },
+      { message: 'M-2', replayed: true }, // ... in turn 9, after the restart
+    ]);
+  });
+
+  test('Agents SDK with previousResponseId: two sends', async () => {
+    const { openai } = await serve(sendModel);
+    const sent: string[] = [];
+    const send = tool({
+      name: 'send_message',
+      description: 'Send a message.',
+      parameters: sendArgs,
+      execute: ({ text }) => {
+        sent.push(text);
+        return { message: `M-${sent.length}` };
+      },
+    });
+    const agent = wrapAgentTools(
+      createIdempotency({ store: createMemoryStore() }),
+      new Agent({ name: 'a', tools: [send], model: new OpenAIResponsesModel(openai, 'm') }),
+    );
+    let previousResponseId: string | undefined;
+    for (const text of script) {
+      const options = previousResponseId === undefined ? {} : { previousResponseId };
+      const result = await run(agent, text, { ...options, context: { conversationId: 'chat-1' } });
+      previousResponseId = result.lastResponseId;
+    }
+    expect(sent).toEqual([CONFIRM, CONFIRM]);
+  });
+});
+
+describe('finding: a retry whose system prompt was rebuilt ran the tool again', () => {
+  test('Chat Completions: a lost reply, retried with a new timestamp and retrieved context: one effect', async () => {
+    const { server, openai } = await serve(sendModel);
+    const sent: string[] = [];
+    const tools = dispatcher(createIdempotency({ store: createMemoryStore() }), sent);
+    const user: ChatCompletionMessageParam = { role: 'user', content: 'Tell Ann I am late.' };
+    server.inject(undefined, 'truncate'); // the reply after the tool ran is cut
+    const first = [{ role: 'system' as const, content: 'It is 09:00:00.' }, user];
+    await expect(chatTurn(openai, tools, first, { conversationId: 'chat-1' })).rejects.toThrow();
+    const rebuilt: ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'It is 09:00:07. Retrieved: Ann is in Lisbon.' },
+      { role: 'developer', content: 'User plan: gold.' },
+      user,
+    ];
+    const messages = await chatTurn(openai, tools, rebuilt, { conversationId: 'chat-1' });
+    expect(sent).toHaveLength(1);
+    expect(messages.at(-1)?.content).toContain('"replayed":true');
+  });
+
+  test('Agents SDK: rebuilt instructions and retrieved context in the input: one effect', async () => {
+    const { server, openai } = await serve(sendModel);
+    const sent: string[] = [];
+    const send = tool({
+      name: 'send_message',
+      description: 'Send a message.',
+      parameters: sendArgs,
+      execute: ({ text }) => {
+        sent.push(text);
+        return { message: `M-${sent.length}` };
+      },
+    });
+    const idempotency = createIdempotency({ store: createMemoryStore() });
+    const attempt = (time: string, retrieved: string) =>
+      run(
+        wrapAgentTools(
+          idempotency,
+          new Agent({
+            name: 'a',
+            instructions: `You send messages. It is ${time}.`,
+            tools: [send],
+            model: new OpenAIResponsesModel(openai, 'm'),
+          }),
+        ),
+        [
+          { role: 'system', content: `Retrieved: ${retrieved}` },
+          { role: 'user', content: 'Tell Ann I am late.' },
+        ],
+        { context: { conversationId: 'chat-1' } },
+      );
+    server.inject(undefined, 'truncate');
+    await expect(attempt('09:00:00', 'Ann is at work.')).rejects.toThrow();
+    const retried = await attempt('09:00:07', 'Ann is in Lisbon.');
+    expect(sent).toHaveLength(1);
+    expect(retried.finalOutput).toContain('"replayed":true');
+  });
+});
+
+describe('finding: Agents SDK replays of content parts lost their mark or their image', () => {
+  const image = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==';
+  test('text and [text, image] outputs: the model gets the parts, the mark in the text part', async () => {
+    const { server, openai } = await serve((turn) => {
+      const calls = [
+        { name: 'note', arguments: {} },
+        { name: 'receipt', arguments: {} },
+      ];
+      return turn.toolOutputs.length < 4 ? { toolCalls: calls } : { content: 'ok' };
+    });
+    let runs = 0;
+    const note = tool({
+      name: 'note',
+      description: 'Take a note.',
+      parameters: z.object({}),
+      execute: () => ({ type: 'text' as const, text: `Noted N-${++runs}` }),
+    });
+    const receipt = tool({
+      name: 'receipt',
+      description: 'Photograph the receipt.',
+      parameters: z.object({}),
+      execute: () => [
+        { type: 'text' as const, text: `Receipt R-${++runs}` },
+        { type: 'image' as const, image },
+      ],
+    });
+    const agent = wrapAgentTools(
+      createIdempotency({ store: createMemoryStore() }),
+      new Agent({
+        name: 'a',
+        tools: [note, receipt],
+        model: new OpenAIResponsesModel(openai, 'm'),
+      }),
+    );
+    await run(agent, 'Log the lunch.', { context: { conversationId: 'chat-1' } });
+    expect(runs).toBe(2);
+    // What the model received: the outputs of the repeated calls, in the third request.
+    const body = server.requests[2]?.body as { input: Array<Record<string, unknown>> };
+    const outputs = body.input.filter((i) => i.type === 'function_call_output');
+    expect(outputs.map((o) => o.output)).toEqual([
+      [{ type: 'input_text', text: 'Noted N-1' }],
+      [
+        { type: 'input_text', text: 'Receipt R-2' },
+        expect.objectContaining({ type: 'input_image', image_url: image }),
+      ],
+      [{ type: 'input_text', text: 'Noted N-1\n\n{"replayed":true}' }],
+      [
+        { type: 'input_text', text: 'Receipt R-2\n\n{"replayed":true}' },
+        expect.objectContaining({ type: 'input_image', image_url: image }),
+      ],
+    ]);
+  });
+});
