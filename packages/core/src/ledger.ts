@@ -12,31 +12,13 @@ import type {
   Idempotency,
   IdempotentResult,
   ToolFunction,
-  ToolPolicy,
-} from './executor.js';
+  VendorCallArgs,
+  VendorCallFunction,
+  VendorCallPolicy,
+} from './executor/types.js';
 import { contextOrThrow } from './vendor.js';
 
-/** The args of a ledger call: none (the tool call's key and the label identify it). */
-export type VendorCallArgs = Record<string, never>;
-
-/**
- * Policy of one ledger call: the executor's per-tool policy (`reconcile`, `onStale`, `lease`,
- * `ttl`, `waitTimeout`, `onInProgress`, `isTerminalError`, `onToolError`) without `businessKey`
- * and `onDrift`, which the ledger sets. `onStale` defaults to `'outcome-unknown'` and
- * `onToolError` to `'keep'` here whatever the executor's defaults are: a vendor without
- * idempotency must not be called twice blindly, and a request that threw may have reached it.
- */
-export type VendorCallPolicy<Result> = Omit<
-  ToolPolicy<VendorCallArgs, Result>,
-  'businessKey' | 'onDrift'
->;
-
-/**
- * The vendor call. `vendor.key` is this call's own key: give it to the vendor as your reference
- * (a payment reference, a metadata field) so that `reconcile` can look the effect up by it.
- * `vendor.signal` is aborted when this call or its tool call loses its claim.
- */
-export type VendorCallFunction<Result> = (vendor: ExecutionContext) => Result | Promise<Result>;
+export type { VendorCallArgs, VendorCallFunction, VendorCallPolicy };
 
 /**
  * `idempotency.vendorCall(ctx, label, fn, policy?)`, bound to an executor's `run`.

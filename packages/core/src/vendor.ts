@@ -5,7 +5,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { sha256 } from './canonicalize.js';
 import { InvalidInputError } from './errors/index.js';
-import type { ExecutionContext } from './executor.js';
+import type { ExecutionContext } from './executor/types.js';
 
 const storage = new AsyncLocalStorage<ExecutionContext>();
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

@@ -11,13 +11,18 @@ export class DriftError extends IdempotencyError {
   readonly fingerprint: string;
 
   constructor(options: {
-    message: string;
+    /** @default built from the fields */
+    message?: string;
     key?: string | undefined;
     cause?: unknown;
+    toolName?: string | undefined;
     storedFingerprint: string;
     fingerprint: string;
   }) {
-    super({ ...options, code: 'drift', retryable: false });
+    const message =
+      options.message ??
+      `${options.toolName ?? 'The tool'} was already called with this business key but other arguments. Nothing ran. Repeat the original arguments, or use a new business key for a new operation.`;
+    super({ ...options, message, code: 'drift', retryable: false });
     this.name = 'DriftError';
     this.storedFingerprint = options.storedFingerprint;
     this.fingerprint = options.fingerprint;

@@ -9,12 +9,21 @@ export class InProgressError extends IdempotencyError {
   readonly leaseExpiresAt: number | undefined;
 
   constructor(options: {
-    message: string;
+    /** @default built from the fields */
+    message?: string;
     key?: string | undefined;
     cause?: unknown;
+    toolName?: string | undefined;
     leaseExpiresAt?: number | undefined;
+    /** How long the call waited for the running attempt (`waitTimeout`), when it waited. */
+    waitedMs?: number | undefined;
   }) {
-    super({ ...options, code: 'in_progress', retryable: true });
+    const waited =
+      options.waitedMs === undefined ? '' : ` and did not finish within ${options.waitedMs} ms`;
+    const message =
+      options.message ??
+      `${options.toolName ?? 'The tool'} is already running for this call${waited}. Nothing ran again. Wait, then retry the same call to get its outcome.`;
+    super({ ...options, message, code: 'in_progress', retryable: true });
     this.name = 'InProgressError';
     this.leaseExpiresAt = options.leaseExpiresAt;
   }

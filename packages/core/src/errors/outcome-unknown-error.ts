@@ -9,12 +9,21 @@ export class OutcomeUnknownError extends IdempotencyError {
   readonly startedAt: number | undefined;
 
   constructor(options: {
-    message: string;
+    /** @default built from the fields */
+    message?: string;
     key?: string | undefined;
     cause?: unknown;
+    toolName?: string | undefined;
     startedAt?: number | undefined;
   }) {
-    super({ ...options, code: 'outcome_unknown', retryable: false });
+    const started =
+      options.startedAt === undefined
+        ? ''
+        : ` started at ${new Date(options.startedAt).toISOString()}`;
+    const message =
+      options.message ??
+      `An earlier attempt of ${options.toolName ?? 'this call'}${started} never finished: its effect may or may not have happened. It was not run again. Check whether it took effect before acting; do not retry blindly.`;
+    super({ ...options, message, code: 'outcome_unknown', retryable: false });
     this.name = 'OutcomeUnknownError';
     this.startedAt = options.startedAt;
   }

@@ -15,17 +15,63 @@ export class PersistFailedError extends IdempotencyError {
   readonly reason: PersistFailedReason;
 
   constructor(options: {
-    message: string;
+    /** @default built from the fields */
+    message?: string;
     key?: string | undefined;
     cause?: unknown;
     reason: PersistFailedReason;
+    toolName?: string | undefined;
+    /** `invalid_result` over the limit: the result's size and the limit, in bytes. */
+    resultBytes?: number | undefined;
+    limit?: number | undefined;
+    /** `lease_lost`: the lease, in ms. */
+    leaseMs?: number | undefined;
+    /**
+     * `lease_lost`: how. `no-renewal` and `taken-over` abort a running tool's signal;
+     * `at-persist` (the default) refuses its outcome.
+     */
+    lost?: 'no-renewal' | 'taken-over' | 'at-persist' | undefined;
   }) {
-    super({ ...options, code: 'persist_failed', retryable: false });
+    super({
+      ...options,
+      message: options.message ?? persistMessage(options),
+      code: 'persist_failed',
+      retryable: false,
+    });
     this.name = 'PersistFailedError';
     this.reason = options.reason;
   }
 
   static override isInstance(error: unknown): error is PersistFailedError {
     return hasMarker(error, symbol);
+  }
+}
+
+function persistMessage(o: {
+  key?: string | undefined;
+  cause?: unknown;
+  reason: PersistFailedReason;
+  toolName?: string | undefined;
+  resultBytes?: number | undefined;
+  limit?: number | undefined;
+  leaseMs?: number | undefined;
+  lost?: 'no-renewal' | 'taken-over' | 'at-persist' | undefined;
+}): string {
+  const tool = o.toolName ?? 'The tool';
+  const why = o.cause instanceof Error ? o.cause.message : String(o.cause ?? 'unknown error');
+  const kept = 'The tool did run: its effect is kept as a failure so it is not repeated.';
+  switch (o.reason) {
+    case 'invalid_result':
+      return o.resultBytes !== undefined
+        ? `The result of ${tool} is ${o.resultBytes} bytes of JSON; the limit is ${o.limit} (maxResultBytes), so it is not stored and replayed. ${kept} Return a smaller result (a reference instead of the data) or raise maxResultBytes.`
+        : `The result of ${tool} is not JSON (${why}), so it cannot be stored and replayed. ${kept} Return plain JSON from the tool.`;
+    case 'store_error':
+      return `${tool} ran, but its outcome could not be stored (${why}). Retry the same call: it will find the unfinished attempt and not repeat the effect blindly.`;
+    case 'lease_lost':
+      if (o.lost === 'no-renewal') {
+        return `No lease renewal of ${o.key} reached the store for ${o.leaseMs} ms: another attempt may take the call over. Stop side effects.`;
+      }
+      if (o.lost === 'taken-over') return `Another attempt took over ${o.key} while this one ran.`;
+      return `${tool} ran, but another attempt took the call over meanwhile (the lease of ${o.leaseMs} ms ran out), so this outcome was not stored. Retry the same call to get the stored outcome.`;
   }
 }

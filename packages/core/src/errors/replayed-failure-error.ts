@@ -14,14 +14,22 @@ export class ReplayedFailureError extends IdempotencyError {
   readonly originalCode: string | undefined;
 
   constructor(options: {
-    message: string;
+    /** @default built from the fields */
+    message?: string;
     key?: string | undefined;
     cause?: unknown;
     originalName: string;
     originalMessage: string;
     originalCode?: string | undefined;
   }) {
-    super({ ...options, code: 'replayed_failure', retryable: false });
+    super({
+      ...options,
+      message:
+        options.message ??
+        `This call failed before with a terminal error and is not run again: ${options.originalName}: ${options.originalMessage}. Change the arguments to try something else.`,
+      code: 'replayed_failure',
+      retryable: false,
+    });
     this.name = 'ReplayedFailureError';
     this.originalName = options.originalName;
     this.originalMessage = options.originalMessage;

@@ -7,11 +7,23 @@ export class StoreUnavailableError extends IdempotencyError {
   readonly [symbol] = true;
 
   constructor(options: {
-    message: string;
+    /** @default built from `storeName`, `operation` and `cause` */
+    message?: string;
     key?: string | undefined;
     cause?: unknown;
+    /** The store's `name`. */
+    storeName?: string | undefined;
+    /** The operation that failed (`claim`, `complete`, ...). */
+    operation?: string | undefined;
   }) {
-    super({ ...options, code: 'store_unavailable', retryable: true });
+    const why =
+      options.cause instanceof Error
+        ? options.cause.message
+        : String(options.cause ?? 'unknown error');
+    const message =
+      options.message ??
+      `The idempotency store (${options.storeName ?? 'store'}) failed during ${options.operation ?? 'an operation'}: ${why}. The tool did not run; retry the same call later.`;
+    super({ ...options, message, code: 'store_unavailable', retryable: true });
     this.name = 'StoreUnavailableError';
   }
 

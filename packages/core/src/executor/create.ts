@@ -1,0 +1,175 @@
+/**
+ * `createIdempotency`: the executor (design section 6, docs/design.md), assembled from its
+ * parts: options and policies checked (policy.ts), keys derived, each call's state (call-run.ts)
+ * driven through the claim loop (machine.ts).
+ */
+import {
+  DEFAULT_MAX_ARGS_BYTES,
+  type DerivedKey,
+  deriveKeyAndSize,
+  keyHasher,
+} from '../derive-key.js';
+import { createOutcomeCodec } from '../encryption.js';
+import { InvalidInputError } from '../errors/index.js';
+import { createVendorCall } from '../ledger.js';
+import { unknownOption } from '../option-names.js';
+import type { IdempotencyRecord } from '../store.js';
+import { CallRun, type Engine } from './call-run.js';
+import { runClaimLoop } from './machine.js';
+import type { OpenedOutcome } from './outcome.js';
+import { checkBytes, createPolicies, NO_POLICY } from './policy.js';
+import {
+  type Call,
+  DEFAULT_MAX_RESULT_BYTES,
+  IDEMPOTENCY_OPTION_FIELDS,
+  type Idempotency,
+  type IdempotencyOptions,
+  type IdempotentResult,
+  type ToolFunction,
+  type ToolPolicy,
+} from './types.js';
+import { createLocalWaiters, createReclaimer } from './wait.js';
+
+/**
+ * The executor (design section 6, docs/design.md): one state machine for every tool and vendor
+ * call.
+ *
+ * ```ts
+ * const idempotency = createIdempotency({ store: createMemoryStore() });
+ * const { value, replayed } = await idempotency.run(
+ *   { toolName: 'charge', turnId, args },
+ *   (args, ctx) => payments.charge(args, { idempotencyKey: ctx.key }),
+ * );
+ * ```
+ */
+export function createIdempotency(options: IdempotencyOptions): Idempotency {
+  if (options === null || typeof options !== 'object' || options.store == null) {
+    throw new InvalidInputError({
+      field: 'store',
+      message:
+        'createIdempotency needs { store }: e.g. createIdempotency({ store: createMemoryStore() }).',
+    });
+  }
+  const {
+    store,
+    onEvent,
+    exposeArgs = false,
+    maxArgsBytes = DEFAULT_MAX_ARGS_BYTES,
+    maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
+    encryption,
+    argsHmacKey,
+    ...defaults
+  } = options;
+  const unknown = unknownOption(options, IDEMPOTENCY_OPTION_FIELDS);
+  if (unknown !== undefined) {
+    throw new InvalidInputError({
+      field: unknown.name,
+      message: `createIdempotency: ${unknown.message}`,
+    });
+  }
+  if (store.specificationVersion !== 'v1') {
+    throw new InvalidInputError({
+      field: 'store',
+      message: `The store implements contract ${String(store.specificationVersion)}; this version of @idempotent-tools/core needs 'v1'. Upgrade the store package.`,
+    });
+  }
+  checkBytes('maxArgsBytes', maxArgsBytes);
+  checkBytes('maxResultBytes', maxResultBytes);
+  const hash = keyHasher(argsHmacKey);
+  const policyFor = createPolicies(defaults);
+  const engine: Engine = {
+    store,
+    codec: createOutcomeCodec(encryption),
+    maxResultBytes,
+    exposeArgs,
+    onEvent,
+    openedOutcomes: new WeakMap<IdempotencyRecord, OpenedOutcome>(),
+    waiters: createLocalWaiters(),
+    reclaim: createReclaimer(store),
+  };
+
+  function derive<Args>(
+    call: Call<Args>,
+    policy: { businessKey?: ToolPolicy<Args>['businessKey'] | undefined },
+  ): DerivedKey & { argsBytes: number } {
+    if (call === null || typeof call !== 'object') {
+      throw new InvalidInputError({
+        field: 'call',
+        message: 'A call is an object { toolName, turnId, scope?, args }.',
+      });
+    }
+    const businessKey =
+      policy.businessKey === undefined ? undefined : policy.businessKey(call.args, call);
+    if (policy.businessKey !== undefined && businessKey === undefined) {
+      throw new InvalidInputError({
+        field: 'businessKey',
+        message: `businessKey returned undefined for tool ${String(call.toolName)}. Return a stable identifier (e.g. the email) for every call.`,
+      });
+    }
+    return deriveKeyAndSize(
+      {
+        toolName: call.toolName,
+        turnId: call.turnId,
+        scope: call.scope,
+        args: call.args,
+        businessKey,
+      },
+      { maxArgsBytes, hash },
+    );
+  }
+
+  function keyOf<Args>(
+    call: Call<Args>,
+    policy: { businessKey?: ToolPolicy<Args>['businessKey'] | undefined } = {},
+  ): DerivedKey {
+    if (policy === null || typeof policy !== 'object') {
+      throw new InvalidInputError({
+        field: 'policy',
+        message: 'keyOf takes (call, policy?) where policy is an object such as { businessKey }.',
+      });
+    }
+    if (policy.businessKey !== undefined && typeof policy.businessKey !== 'function') {
+      throw new InvalidInputError({
+        field: 'businessKey',
+        message: 'businessKey must be a function of the args, e.g. (args) => args.email.',
+      });
+    }
+    const { key, fingerprint } = derive(call, policy);
+    return { key, fingerprint };
+  }
+
+  async function run<Args, Result>(
+    call: Call<Args>,
+    fn: ToolFunction<Args, Result>,
+    toolPolicy: ToolPolicy<Args, Result> = NO_POLICY as ToolPolicy<Args, Result>,
+  ): Promise<IdempotentResult<Result>> {
+    if (typeof fn !== 'function') {
+      throw new InvalidInputError({
+        field: 'fn',
+        message: 'The tool function must be a function.',
+      });
+    }
+    const policy = policyFor(toolPolicy);
+    const { key, fingerprint, argsBytes } = derive(call, policy);
+    return runClaimLoop(new CallRun(engine, call, fn, policy, key, fingerprint, argsBytes));
+  }
+
+  return {
+    store,
+    run,
+    keyOf,
+    checkPolicy: (policy) => {
+      policyFor(policy as unknown as ToolPolicy);
+    },
+    wrap: (toolName, fn, policy) => (args, call) => {
+      if (call === null || typeof call !== 'object') {
+        throw new InvalidInputError({
+          field: 'call',
+          message: `Call the wrapped ${String(toolName)} as fn(args, { turnId, scope? }).`,
+        });
+      }
+      return run({ toolName, turnId: call.turnId, scope: call.scope, args }, fn, policy);
+    },
+    vendorCall: createVendorCall(run),
+  };
+}

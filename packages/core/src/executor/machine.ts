@@ -1,0 +1,120 @@
+/**
+ * The state machine of one call (design section 6, docs/design.md): claim, then act on the one
+ * answer, until the call has an outcome. Each answer's step lives in its own module: replay,
+ * running the tool, waiting for a duplicate, settling a stale attempt, fail-open.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  DriftError,
+  IdempotencyError,
+  InProgressError,
+  PersistFailedError,
+  RecordIntegrityError,
+  StoreUnavailableError,
+} from '../errors/index.js';
+import type { ClaimInput, ClaimResult } from '../store.js';
+import type { CallRun } from './call-run.js';
+import { runUnguarded } from './fail-open.js';
+import { replay } from './replay.js';
+import { runTool } from './run-tool.js';
+import { settleStale } from './stale.js';
+import type { IdempotentResult } from './types.js';
+import { newWaitState, waitOnce } from './wait.js';
+
+export async function runClaimLoop<Args, Result>(
+  run: CallRun<Args, Result>,
+): Promise<IdempotentResult<Result>> {
+  const { engine, key, fingerprint, call, policy } = run;
+  const wait = newWaitState(run as CallRun<unknown, unknown>);
+  let firstClaim = true;
+  /** The next claim follows a wait: it may share the re-claim of waiters woken with it. */
+  let afterWait = false;
+  try {
+    for (;;) {
+      const token = randomUUID();
+      const input: ClaimInput = {
+        key,
+        fingerprint,
+        token,
+        leaseMs: policy.lease,
+        ttlMs: run.claimTtl,
+        meta: run.meta,
+      };
+      let claim: ClaimResult;
+      try {
+        const shared = afterWait;
+        afterWait = false;
+        claim = await run.storeCall('claim', () =>
+          shared ? engine.reclaim(input) : engine.store.claim(input),
+        );
+      } catch (error) {
+        // Only the first look-up, and only an unreachable store: after it, a record may exist (a
+        // running duplicate, a stale attempt) and running unguarded could repeat an effect.
+        if (
+          firstClaim &&
+          policy.onStoreUnavailable === 'fail-open' &&
+          StoreUnavailableError.isInstance(error)
+        ) {
+          return await runUnguarded(run);
+        }
+        throw error;
+      }
+      firstClaim = false;
+      switch (claim.status) {
+        case 'acquired':
+          return await runTool(run, token);
+        case 'completed':
+          return replay(run, claim.record);
+        case 'drift':
+          if (policy.onDrift === 'replay' && claim.record.state !== 'in_progress') {
+            return replay(run, claim.record);
+          }
+          return run.fail(
+            'drift',
+            new DriftError({
+              key,
+              toolName: call.toolName,
+              fingerprint,
+              storedFingerprint: claim.record.fingerprint,
+            }),
+          );
+        case 'stale': {
+          const settled = await settleStale(run, claim.record);
+          if (settled !== 'retry') return settled;
+          continue;
+        }
+        case 'in_progress': {
+          if (policy.onInProgress === 'reject' || Date.now() >= wait.deadline) {
+            return run.fail(
+              'in-progress',
+              new InProgressError({
+                key,
+                toolName: call.toolName,
+                leaseExpiresAt: claim.record.leaseExpiresAt,
+                waitedMs: policy.onInProgress === 'wait' ? policy.waitTimeout : undefined,
+              }),
+            );
+          }
+          await waitOnce(run as CallRun<unknown, unknown>, claim.record, wait);
+          afterWait = true;
+          continue;
+        }
+      }
+    }
+  } catch (error) {
+    // Whatever ended the call, it emits its one event (the paths above emit theirs first).
+    if (!run.finished) {
+      run.finish(
+        StoreUnavailableError.isInstance(error)
+          ? 'store-unavailable'
+          : PersistFailedError.isInstance(error)
+            ? 'persist-failed'
+            : RecordIntegrityError.isInstance(error)
+              ? 'integrity-failed'
+              : 'failed',
+        IdempotencyError.isInstance(error) ? error.code : 'internal_error',
+      );
+    }
+    throw error;
+  }
+}

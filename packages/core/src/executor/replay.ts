@@ -1,0 +1,42 @@
+/**
+ * Replay: a finished record's stored outcome, opened and checked, returned with
+ * `replayed: true`; a stored terminal error is thrown again as `ReplayedFailureError`.
+ */
+import { RecordIntegrityError, ReplayedFailureError } from '../errors/index.js';
+import type { IdempotencyRecord } from '../store.js';
+import type { CallRun } from './call-run.js';
+import { decode, type StoredOutcome } from './outcome.js';
+import type { IdempotentResult } from './types.js';
+
+export function replay<Args, Result>(
+  run: CallRun<Args, Result>,
+  record: IdempotencyRecord,
+): IdempotentResult<Result> {
+  const { key } = run;
+  let decoded: { stored: StoredOutcome; json: string };
+  try {
+    decoded = decode(run.engine.codec, run.engine.openedOutcomes, key, record);
+  } catch (error) {
+    if (RecordIntegrityError.isInstance(error)) return run.fail('integrity-failed', error);
+    throw error;
+  }
+  const { stored, json } = decoded;
+  const outcome = run.waitedMs > 0 ? 'waited' : 'replayed';
+  const resultBytes = Buffer.byteLength(json);
+  if (record.state === 'failed' || stored.e !== undefined) {
+    const original = stored.e ?? { name: 'Error', message: 'unknown error' };
+    run.fail(
+      'failed',
+      new ReplayedFailureError({
+        key,
+        originalName: original.name,
+        originalMessage: original.message,
+        originalCode: original.code,
+        message: `This call failed before with a terminal error and is not run again: ${original.name}: ${original.message}. Change the arguments to try something else.`,
+      }),
+      resultBytes,
+    );
+  }
+  run.finish(outcome, undefined, resultBytes);
+  return { value: stored.v as Result, replayed: true, key, outcome };
+}
