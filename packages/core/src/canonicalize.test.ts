@@ -20,6 +20,33 @@ function reference(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** Compares two strings by their UTF-16 code units (the RFC 8785 order), written out. */
+function compareUtf16(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const d = a.charCodeAt(i) - b.charCodeAt(i);
+    if (d !== 0) return d;
+  }
+  return a.length - b.length;
+}
+
+/**
+ * A second, tiny RFC 8785 reference for JSON values, independent of `canonicalize` (checked
+ * against the official vectors below): own keys sorted by UTF-16 code units, each value read
+ * through its own property descriptor (so an own `__proto__` is data, whatever the prototype),
+ * strings and numbers formatted by JSON.stringify (ES Number::toString, minimal escapes).
+ */
+function rfc8785(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(rfc8785).join(',')}]`;
+  const members = Object.keys(value)
+    .sort(compareUtf16)
+    .map(
+      (k) => `${JSON.stringify(k)}:${rfc8785(Object.getOwnPropertyDescriptor(value, k)!.value)}`,
+    );
+  return `{${members.join(',')}}`;
+}
+
 type Ordered = string | { readonly entries: [string, Ordered][] } | Ordered[];
 
 /** Tiny strict parser of compact JSON that keeps object keys in text order. */
@@ -142,6 +169,12 @@ describe('RFC 8785 test vectors', () => {
 
   test('are present', () => {
     expect(inputs.length).toBeGreaterThanOrEqual(6);
+  });
+
+  test.each(inputs)('%s: the test reference rfc8785() is byte-exact too', (file) => {
+    const input = readFileSync(new URL(`input/${file}`, vectors), 'utf8');
+    const expected = readFileSync(new URL(`output/${file}`, vectors), 'utf8').replace(/\n$/, '');
+    expect(rfc8785(JSON.parse(input))).toBe(expected);
   });
 
   test.each(inputs)('%s is byte-exact', (file) => {
@@ -344,6 +377,363 @@ describe('compiled copiers (shapes seen many times)', () => {
       globalThis.Function = original;
     }
     expect(attempts).toBe(1);
+  });
+});
+
+describe('__proto__, integer-like keys and null-prototype objects next to re-sorted children', () => {
+  // More than the hits after which a shape gets a compiled copier (and the shape cache is warm).
+  const MANY = 400;
+
+  test('the issue 16 repro: an own __proto__ after a re-sorted sibling is kept on every call', () => {
+    const text = '{"Amount":{"b":1,"a":2},"__proto__":{"role":"admin"}}';
+    const seen = new Set<string>();
+    for (let i = 0; i < MANY; i++) seen.add(canonicalize(JSON.parse(text)));
+    expect([...seen]).toEqual(['{"Amount":{"a":2,"b":1},"__proto__":{"role":"admin"}}']);
+  });
+
+  test('__proto__ first, middle, last, nested, in arrays of objects, with any value', () => {
+    // [JSON text (keys in this order, as a model sends them), its canonical text]; i varies.
+    const cases: Array<(i: number) => [string, string]> = [
+      // First (already sorted: lowercase keys sort after "_").
+      (i) => [
+        `{"__proto__":{"role":"admin"},"amount":{"b":1,"a":${i}}}`,
+        `{"__proto__":{"role":"admin"},"amount":{"a":${i},"b":1}}`,
+      ],
+      // Middle, after the re-sorted child.
+      (i) => [
+        `{"Amount":{"b":1,"a":${i}},"__proto__":{"role":"admin"},"currency":"EUR"}`,
+        `{"Amount":{"a":${i},"b":1},"__proto__":{"role":"admin"},"currency":"EUR"}`,
+      ],
+      // Last, with null, a number, a string, an array, an empty object, a re-sorted object.
+      ...['null', '7', '"x"', '[1,{"b":1,"a":2}]', '{}', '{"b":1,"a":2}'].map(
+        (value) =>
+          (i: number): [string, string] => [
+            `{"Amount":{"b":1,"a":${i}},"Currency":"EUR","__proto__":${value}}`,
+            `{"Amount":{"a":${i},"b":1},"Currency":"EUR","__proto__":${value.replace('{"b":1,"a":2}', '{"a":2,"b":1}')}}`,
+          ],
+      ),
+      // The changed child is an array, not an object.
+      (i) => [
+        `{"A":[{"b":1,"a":${i}}],"__proto__":{"role":"admin"}}`,
+        `{"A":[{"a":${i},"b":1}],"__proto__":{"role":"admin"}}`,
+      ],
+      // Nested one level down.
+      (i) => [
+        `{"order":{"Amount":{"b":1,"a":${i}},"__proto__":{"role":"admin"}}}`,
+        `{"order":{"Amount":{"a":${i},"b":1},"__proto__":{"role":"admin"}}}`,
+      ],
+      // In an array of objects (the array is copied too).
+      (i) => [
+        `[{"Amount":{"b":1,"a":${i}},"__proto__":{"role":"admin"}},{"Amount":{"b":3,"a":4},"__proto__":{"role":"user"}}]`,
+        `[{"Amount":{"a":${i},"b":1},"__proto__":{"role":"admin"}},{"Amount":{"a":4,"b":3},"__proto__":{"role":"user"}}]`,
+      ],
+      // Keys that need reordering around __proto__, alone, and in an unsorted shape.
+      (i) => [
+        `{"z":{"b":1,"a":${i}},"__proto__":{"y":1,"x":2},"a":0}`,
+        `{"__proto__":{"x":2,"y":1},"a":0,"z":{"a":${i},"b":1}}`,
+      ],
+      (i) => [`{"__proto__":{"b":1,"a":${i}}}`, `{"__proto__":{"a":${i},"b":1}}`],
+      (i) => [
+        `{"Z":${i},"__proto__":null,"A":{"b":1,"a":2}}`,
+        `{"A":{"a":2,"b":1},"Z":${i},"__proto__":null}`,
+      ],
+    ];
+    for (let i = 0; i < MANY; i++) {
+      for (const make of cases) {
+        const [text, expected] = make(i);
+        const value: unknown = JSON.parse(text);
+        expect(canonicalize(value)).toBe(expected);
+        expect(fingerprint(value)).toBe(sha256(expected));
+      }
+    }
+    // The input was not touched: its __proto__ is still an own property, its prototype intact.
+    const input = JSON.parse('{"Amount":{"b":1,"a":2},"__proto__":{"role":"admin"}}') as object;
+    canonicalize(input);
+    expect(Object.keys(input)).toEqual(['Amount', '__proto__']);
+    expect(Object.getPrototypeOf(input)).toBe(Object.prototype);
+  });
+
+  test('integer-like keys next to re-sorted children and __proto__', () => {
+    const cases: Array<(i: number) => [string, string]> = [
+      // Enumerated 1, 2, B: already sorted, so copied in place.
+      (i) => [
+        `{"1":{"b":1,"a":${i}},"2":0,"B":{"d":1,"c":2}}`,
+        `{"1":{"a":${i},"b":1},"2":0,"B":{"c":2,"d":1}}`,
+      ],
+      // Enumerated 0, 9, 10: code-unit order is 0, 10, 9.
+      (i) => [
+        `{"10":{"b":1,"a":${i}},"9":0,"0":[{"b":1,"a":2}]}`,
+        `{"0":[{"a":2,"b":1}],"10":{"a":${i},"b":1},"9":0}`,
+      ],
+      (i) => [
+        `{"0":{"b":1,"a":${i}},"Z":1,"__proto__":{"role":"admin"},"a":{"d":1,"c":2}}`,
+        `{"0":{"a":${i},"b":1},"Z":1,"__proto__":{"role":"admin"},"a":{"c":2,"d":1}}`,
+      ],
+      (i) => [
+        `{"9":{"b":1,"a":${i}},"10":1,"__proto__":2}`,
+        `{"10":1,"9":{"a":${i},"b":1},"__proto__":2}`,
+      ],
+    ];
+    for (let i = 0; i < MANY; i++) {
+      for (const make of cases) {
+        const [text, expected] = make(i);
+        expect(canonicalize(JSON.parse(text))).toBe(expected);
+      }
+    }
+  });
+
+  test('null-prototype objects with __proto__ and integer-like keys', () => {
+    const bare = (entries: Array<[string, unknown]>): Record<string, unknown> => {
+      const o = Object.create(null) as Record<string, unknown>;
+      // Without Object.prototype there is no __proto__ setter: this defines an own property.
+      for (const [k, v] of entries) o[k] = v;
+      return o;
+    };
+    for (let i = 0; i < MANY; i++) {
+      const value = bare([
+        [
+          'Amount',
+          bare([
+            ['b', 1],
+            ['a', i],
+          ]),
+        ],
+        ['__proto__', bare([['role', 'admin']])],
+        [
+          'z',
+          bare([
+            ['d', 1],
+            ['c', 2],
+          ]),
+        ],
+      ]);
+      expect(Object.keys(value)).toEqual(['Amount', '__proto__', 'z']);
+      expect(canonicalize(value)).toBe(
+        `{"Amount":{"a":${i},"b":1},"__proto__":{"role":"admin"},"z":{"c":2,"d":1}}`,
+      );
+      const indexed = bare([
+        [
+          '1',
+          bare([
+            ['b', i],
+            ['a', 0],
+          ]),
+        ],
+        [
+          'B',
+          [
+            bare([
+              ['y', 1],
+              ['x', 2],
+            ]),
+          ],
+        ],
+        ['__proto__', i],
+      ]);
+      expect(canonicalize(indexed)).toBe(
+        `{"1":{"a":0,"b":${i}},"B":[{"x":2,"y":1}],"__proto__":${i}}`,
+      );
+    }
+  });
+
+  test('args that differ only in __proto__ never share a fingerprint', () => {
+    for (let i = 0; i < MANY; i++) {
+      const texts = [
+        '{"Amount":{"value":10,"currency":"EUR"}}',
+        '{"Amount":{"value":10,"currency":"EUR"},"__proto__":{"role":"admin"}}',
+        '{"Amount":{"value":10,"currency":"EUR"},"__proto__":{"role":"user"}}',
+        '{"Amount":{"value":10,"currency":"EUR"},"__proto__":null}',
+      ];
+      const prints = texts.map((text) => fingerprint(JSON.parse(text)));
+      expect(new Set(prints).size).toBe(texts.length);
+      expect(texts.map((text) => fingerprint(JSON.parse(text)))).toEqual(prints);
+    }
+  });
+
+  test('differential fuzz against an independent RFC 8785 reference, on shapes repeated past the compile threshold', {
+    timeout: 60_000,
+  }, async () => {
+    // A fresh module instance (empty shape cache) and a spy on the Function constructor, to see
+    // that copiers were compiled (and so the compiled fast path ran, not only the generic loop).
+    vi.resetModules();
+    const fresh = await import('./canonicalize.js');
+    let compiled = 0;
+    const original = globalThis.Function;
+    globalThis.Function = new Proxy(original, {
+      construct(target, args: string[]) {
+        compiled++;
+        return Reflect.construct(target, args) as object;
+      },
+    });
+    // The first call of a shape is a miss and copiers are compiled after 256 hits: 300 calls of
+    // one shape run its compiled copier (where it gets one) dozens of times.
+    const REPEAT = 300;
+    // Leaf values cycle through this many variants (the shapes stay the same).
+    const VARIANTS = 6;
+    type Template =
+      | { readonly kind: 'number' | 'string' | 'boolean' | 'null' }
+      | { readonly kind: 'array'; readonly items: readonly Template[] }
+      | {
+          readonly kind: 'object';
+          readonly bare: boolean;
+          readonly entries: readonly (readonly [string, Template])[];
+        };
+    // Keys that sort before "__proto__" (U+005F), keys that sort after it, arbitrary keys. An
+    // object that needs reordering and has an integer-like key sends the whole value to the
+    // slow path, so two thirds of the templates have none: the fast path must be what runs.
+    const keys = (integers: boolean) =>
+      fc.oneof(
+        {
+          weight: 5,
+          arbitrary: fc.constantFrom(
+            ...(integers ? ['0', '10', '9', '1'] : []),
+            '',
+            '$',
+            '-',
+            'A',
+            'Amount',
+            'B',
+            'Z',
+          ),
+        },
+        {
+          weight: 3,
+          arbitrary: fc.constantFrom(
+            'a',
+            'b',
+            'z',
+            'é',
+            'ü',
+            '\uffff',
+            '\u{1f600}', // \ud83d\ude00: before U+FFFF by code units, after it by code points
+            '\u{10000}',
+            'toJSON',
+            'constructor',
+          ),
+        },
+        {
+          weight: 1,
+          arbitrary: fc
+            .string({ unit: 'binary', maxLength: 4 })
+            .filter((k) => k !== '__proto__' && (integers || !/^[0-9]/.test(k))),
+        },
+      );
+    const order = fc.constantFrom('as drawn', 'sorted', 'reversed');
+    const templates = (integers: boolean) =>
+      fc.letrec<{ node: Template; object: Template }>((tie) => ({
+        node: fc.oneof(
+          { maxDepth: 3, depthSize: 'small' },
+          {
+            weight: 2,
+            arbitrary: fc
+              .constantFrom('number', 'string', 'boolean', 'null')
+              .map((kind): Template => ({ kind })),
+          },
+          {
+            weight: 1,
+            arbitrary: fc
+              .array(tie('node'), { maxLength: 3 })
+              .map((items): Template => ({ kind: 'array', items })),
+          },
+          { weight: 2, arbitrary: tie('object') },
+        ),
+        object: fc
+          .record({
+            bare: fc.boolean(), // Object.create(null)
+            order,
+            entries: fc.uniqueArray(fc.tuple(keys(integers), tie('node')), {
+              selector: ([k]) => k,
+              maxLength: 5,
+            }),
+            // A third of the objects get an own __proto__, mostly in already sorted objects
+            // (copied in place when an earlier child changes), at any position otherwise.
+            proto: fc.oneof(
+              { weight: 2, arbitrary: fc.constant(undefined) },
+              { weight: 1, arbitrary: tie('node') },
+            ),
+            protoSorted: fc.oneof(
+              { weight: 3, arbitrary: fc.constant(true) },
+              { weight: 1, arbitrary: fc.constant(false) },
+            ),
+            at: fc.nat(),
+          })
+          .map(({ bare, order, entries: drawn, proto, protoSorted, at }): Template => {
+            const entries = [...drawn];
+            if (proto !== undefined)
+              entries.splice(at % (entries.length + 1), 0, ['__proto__', proto]);
+            const how = proto !== undefined && protoSorted ? 'sorted' : order;
+            const sorted = [...entries].sort(([a], [b]) => compareUtf16(a, b));
+            const ordered =
+              how === 'sorted' ? sorted : how === 'reversed' ? sorted.reverse() : entries;
+            return { kind: 'object', bare, entries: ordered };
+          }),
+      })).object;
+    const object = fc.oneof(
+      { weight: 2, arbitrary: templates(false) },
+      { weight: 1, arbitrary: templates(true) },
+    );
+    const build = (t: Template, v: number): unknown => {
+      switch (t.kind) {
+        case 'number':
+          return [v, -v / 7, v * 1e21, 5e-324 * v, -0, 0.1 + v][v];
+        case 'string':
+          return `s${v}é😀\n"\u2028`;
+        case 'boolean':
+          return v % 2 === 0;
+        case 'null':
+          return null;
+        case 'array':
+          return t.items.map((item) => build(item, v));
+        case 'object': {
+          const o: object = t.bare ? Object.create(null) : {};
+          // defineProperty, like JSON.parse: an own __proto__ is data, not the prototype.
+          for (const [k, item] of t.entries) {
+            Object.defineProperty(o, k, {
+              value: build(item, v),
+              enumerable: true,
+              writable: true,
+              configurable: true,
+            });
+          }
+          return o;
+        }
+      }
+    };
+    const stats = { proto: 0, integer: 0, bare: 0 };
+    const count = (t: Template): void => {
+      if (t.kind === 'array') t.items.forEach(count);
+      if (t.kind !== 'object') return;
+      if (t.bare) stats.bare++;
+      for (const [k, item] of t.entries) {
+        if (k === '__proto__') stats.proto++;
+        if (/^(0|[1-9][0-9]*)$/.test(k)) stats.integer++;
+        count(item);
+      }
+    };
+    try {
+      fc.assert(
+        fc.property(object, (template) => {
+          count(template);
+          const values = Array.from({ length: VARIANTS }, (_, v) => build(template, v));
+          const texts = values.map((value) => JSON.stringify(value));
+          const expected = values.map(rfc8785);
+          for (let i = 0; i < REPEAT; i++) {
+            const v = i % VARIANTS;
+            // Every other call as model output arrives: JSON.parse of the text (plain objects).
+            const input = i % 2 === 0 ? values[v] : JSON.parse(texts[v]!);
+            expect(fresh.canonicalize(input)).toBe(expected[v]);
+          }
+        }),
+        { numRuns: 300 },
+      );
+    } finally {
+      globalThis.Function = original;
+    }
+    // The generator really produced the cases this is about, and copiers were compiled.
+    expect(stats.proto).toBeGreaterThan(50);
+    expect(stats.integer).toBeGreaterThan(50);
+    expect(stats.bare).toBeGreaterThan(50);
+    expect(compiled).toBeGreaterThan(20);
   });
 });
 

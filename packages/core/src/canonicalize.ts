@@ -61,9 +61,12 @@ export function fingerprint(value: unknown): string {
 // canonical key order is replaced by a fresh object whose properties were inserted in sorted
 // order (and toJSON results are substituted); untouched subtrees are shared with the input.
 // Native JSON.stringify then emits properties in insertion order, escapes strings and formats
-// numbers exactly as RFC 8785 wants. Objects are only rebuilt when no key is an array index
-// (JS engines enumerate those first, in numeric order) and none is `__proto__`. The input is
-// never modified and never rebuilt by sorting (no `Object.fromEntries(sorted entries)`).
+// numbers exactly as RFC 8785 wants. Objects are only reordered when no key is an array index
+// (JS engines enumerate those first, in numeric order). An object with an own `__proto__` key
+// (`JSON.parse` makes one from model output) is copied into a null-prototype object, where
+// `copy.__proto__ = v` defines a property: on a plain `{}` it would set the copy's prototype and
+// the key would vanish from the text (two args, one key: a wrong replay). The input is never
+// modified and never rebuilt by sorting (no `Object.fromEntries(sorted entries)`).
 //
 // A shape that keeps coming back (the same tool's arguments, call after call) gets a copier
 // compiled for it with `new Function` (see `compile`): it reads the properties by name, validates
@@ -104,6 +107,8 @@ interface Shape {
   readonly sorted: readonly string[];
   /** `sorted[i] === keys[order[i]]`; undefined when the keys are already sorted. */
   readonly order: readonly number[] | undefined;
+  /** Whether a key is `__proto__`: copies are then null-prototype objects, never compiled. */
+  readonly proto: boolean;
   /** Cache hits so far (only counted for shapes that need reordering). */
   hits: number;
   /** The compiled copier of this shape, once it has been hit `COMPILE_AFTER` times. */
@@ -148,7 +153,7 @@ function walk(value: object, key: Key, depth: number): unknown {
   // A getter that adds or deletes properties could misalign the two lists.
   if (values.length !== n) throw BAIL;
   let copy: Record<string, unknown> | undefined =
-    order === undefined ? undefined : newObject(known);
+    order === undefined ? undefined : newObject(known, shape);
   for (let i = 0; i < n; i++) {
     const x = values[order === undefined ? i : order[i]!];
     let y = x;
@@ -163,13 +168,8 @@ function walk(value: object, key: Key, depth: number): unknown {
       copy[sorted[i]!] = y;
     } else if (y !== x) {
       // Already sorted, but a child changed: copy in the same (sorted) order.
-      copy = newObject(known);
-      for (let j = 0; j < i; j++) {
-        const kj = sorted[j]!;
-        if (kj === '__proto__') throw BAIL;
-        copy[kj] = values[j];
-      }
-      if (sorted[i] === '__proto__') throw BAIL;
+      copy = newObject(known, shape);
+      for (let j = 0; j < i; j++) copy[sorted[j]!] = values[j];
       copy[sorted[i]!] = y;
     }
   }
@@ -204,8 +204,9 @@ function walkArray(value: readonly unknown[], depth: number): unknown {
  * an object literal with the keys in canonical order, which V8 creates with one fixed hidden
  * class. Keys only enter the source as JSON string literals (`JSON.stringify(key)`, valid
  * JavaScript string literals since ES2019), so no key can inject code. Keys that are array
- * indices (an object literal would enumerate them first) or `__proto__` (it would set the
- * prototype) are refused here as well as in `sortShape`.
+ * indices (an object literal would enumerate them first; `sortShape` refuses them too) or
+ * `__proto__` (it would set the prototype; such shapes keep the generic loop, which copies into a
+ * null-prototype object) are refused here.
  */
 function compile(sorted: readonly string[]): Copier | undefined {
   let body = '';
@@ -247,13 +248,16 @@ function checkPrimitive(x: unknown): unknown {
 }
 
 /**
- * A copy to insert properties into. For a shape seen before, a plain object: V8 keeps the hidden
- * classes of its insertion order, so that is cheapest. For a new shape, a null-prototype
- * (dictionary-mode) object: building never-seen hidden classes costs more than what a plain
- * object saves in JSON.stringify. Both serialize their properties in insertion order.
+ * A copy to insert the properties of an object of `shape` into. For a shape seen before, a plain
+ * object: V8 keeps the hidden classes of its insertion order, so that is cheapest. For a new
+ * shape, a null-prototype (dictionary-mode) object: building never-seen hidden classes costs more
+ * than what a plain object saves in JSON.stringify. Both serialize their properties in insertion
+ * order. A shape with a `__proto__` key always gets a null-prototype object: with no
+ * `Object.prototype` (and so no `__proto__` setter) to inherit, assigning `copy.__proto__` defines
+ * an own property, like every other key.
  */
-function newObject(known: boolean): Record<string, unknown> {
-  return known ? {} : (Object.create(null) as Record<string, unknown>);
+function newObject(known: boolean, shape: Shape): Record<string, unknown> {
+  return known && !shape.proto ? {} : (Object.create(null) as Record<string, unknown>);
 }
 
 /** Whether the last `shapeOf` call found the shape in the cache. */
@@ -263,7 +267,8 @@ let shapeHit = false;
 function shapeOf(keys: readonly string[], n: number): Shape {
   if (n < 2) {
     shapeHit = true;
-    return { keys, sorted: keys, order: undefined, hits: 0, copier: undefined };
+    const proto = n === 1 && keys[0] === '__proto__';
+    return { keys, sorted: keys, order: undefined, proto, hits: 0, copier: undefined };
   }
   shapeHit = false;
   if (n > MAX_CACHED_KEYS) return sortShape(keys, n);
@@ -290,11 +295,13 @@ function shapeOf(keys: readonly string[], n: number): Shape {
 }
 
 function sortShape(keys: readonly string[], n: number): Shape {
+  let proto = false;
+  for (let m = 0; m < n; m++) if (keys[m] === '__proto__') proto = true;
   let i = 1;
   while (i < n && keys[i - 1]! < keys[i]!) i++;
-  if (i === n) return { keys, sorted: keys, order: undefined, hits: 0, copier: undefined };
-  // Reordering: array-index keys would be enumerated first again, `__proto__` would hit the
-  // setter. Index keys come first in enumeration order, so checking the first key suffices.
+  if (i === n) return { keys, sorted: keys, order: undefined, proto, hits: 0, copier: undefined };
+  // Reordering: array-index keys would be enumerated first again. Index keys come first in
+  // enumeration order, so checking the first key suffices.
   const first = keys[0]!.charCodeAt(0);
   if (first >= 48 && first <= 57) throw BAIL;
   const order: number[] = [];
@@ -315,8 +322,7 @@ function sortShape(keys: readonly string[], n: number): Shape {
     }
   }
   const sorted = order.map((o) => keys[o]!);
-  for (let m = 0; m < n; m++) if (sorted[m] === '__proto__') throw BAIL;
-  return { keys, sorted, order, hits: 0, copier: undefined };
+  return { keys, sorted, order, proto, hits: 0, copier: undefined };
 }
 
 function canonicalizePrimitive(value: unknown): string {

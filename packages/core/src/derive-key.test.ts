@@ -109,6 +109,54 @@ describe('the key format', () => {
   });
 });
 
+describe('an own __proto__ in the args (JSON.parse of model output)', () => {
+  // Past the hits after which canonical JSON compiles a copier for a shape (the cache is warm).
+  const MANY = 400;
+  // Keys in canonical order (A < _ < z), so only the child needs re-sorting.
+  const args = (proto: string | undefined): unknown =>
+    JSON.parse(
+      `{"Amount":{"value":1000,"currency":"EUR"},${proto === undefined ? '' : `"__proto__":${proto},`}"zip":"80331"}`,
+    );
+
+  test('args that differ only in __proto__ get different keys; equal args the same key', () => {
+    const variants = [undefined, '{"role":"admin"}', '{"role":"user"}', 'null', '1'];
+    let first: string[] | undefined;
+    for (let i = 0; i < MANY; i++) {
+      const keys = variants.map(
+        (proto) => deriveKey({ toolName: 'charge', turnId: 't1', args: args(proto) }).key,
+      );
+      // Different args, different keys (else the second call is a wrong replay of the first).
+      expect(new Set(keys).size).toBe(variants.length);
+      // The same args, the same key on every call (else the tool runs twice).
+      first ??= keys;
+      expect(keys).toEqual(first);
+    }
+  });
+
+  test('with a business key, a changed __proto__ is drift: the fingerprint differs', () => {
+    for (let i = 0; i < MANY; i++) {
+      const admin = deriveKey({
+        toolName: 'charge',
+        args: args('{"role":"admin"}'),
+        businessKey: 'inv-7',
+      });
+      const user = deriveKey({
+        toolName: 'charge',
+        args: args('{"role":"user"}'),
+        businessKey: 'inv-7',
+      });
+      const none = deriveKey({ toolName: 'charge', args: args(undefined), businessKey: 'inv-7' });
+      expect(admin.key).toBe(user.key);
+      expect(new Set([admin.fingerprint, user.fingerprint, none.fingerprint]).size).toBe(3);
+      expect(admin.fingerprint).toBe(
+        sha(
+          '{"Amount":{"currency":"EUR","value":1000},"__proto__":{"role":"admin"},"zip":"80331"}',
+        ),
+      );
+    }
+  });
+});
+
 describe('bad input', () => {
   const bad: Array<[string, unknown, string]> = [
     ['not an object', null, 'input'],
