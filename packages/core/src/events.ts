@@ -17,6 +17,9 @@
  *   (`onStoreUnavailable: 'fail-open'`); nothing was stored, a retry runs it again.
  * - `integrity-failed`: the stored outcome failed its integrity check (corrupt, tampered,
  *   copied from another key, unknown encryption key): not replayed; the tool did not run.
+ * - `settled`: not a call but an operator's decision (`idempotency.settle`): a stuck
+ *   in-progress record marked completed with a given outcome, or released; `operator` says
+ *   who, why and what.
  */
 export type CallOutcome =
   | 'executed'
@@ -30,7 +33,8 @@ export type CallOutcome =
   | 'outcome-unknown'
   | 'store-unavailable'
   | 'unguarded'
-  | 'integrity-failed';
+  | 'integrity-failed'
+  | 'settled';
 
 /** Every outcome, in the order of `CallOutcome`. */
 export const CALL_OUTCOMES: readonly CallOutcome[] = [
@@ -46,6 +50,7 @@ export const CALL_OUTCOMES: readonly CallOutcome[] = [
   'store-unavailable',
   'unguarded',
   'integrity-failed',
+  'settled',
 ];
 
 /**
@@ -83,6 +88,8 @@ export interface IdempotencyEvent {
    * args may hold secrets and personal data). Sinks leave it out unless told otherwise.
    */
   args?: unknown;
+  /** An operator's settlement (`outcome: 'settled'`): who, why, and what was decided. */
+  operator?: { by: string; reason: string; action: 'completed' | 'released' };
 }
 
 export type EventHandler = (event: IdempotencyEvent) => void;

@@ -289,7 +289,8 @@ add('persist-failed (complete throws)', {
   errorCode: 'persist_failed',
   hasResult: false,
   run: () => {
-    const s = setup({}, broken(createMemoryStore(), { complete: 'throw' }));
+    // A short lease: a failing complete is sent again while the lease is live.
+    const s = setup({ lease: 200 }, broken(createMemoryStore(), { complete: 'throw' }));
     return s.one(() => s.idempotency.run(call(), async () => 1));
   },
 });
@@ -394,6 +395,19 @@ add('store-unavailable (takeover)', {
   },
 });
 
+add('settled (an operator settles a stuck record; not a call)', {
+  outcome: 'settled',
+  hasResult: false,
+  run: async () => {
+    const inner = createMemoryStore();
+    const s = setup({}, inner);
+    const { key, fingerprint } = s.idempotency.keyOf(call());
+    await staleAttempt(inner, key, fingerprint);
+    const operator = { by: 'ops', reason: 'no charge at the vendor' };
+    return s.one(() => s.idempotency.settle(key, { released: true }, operator));
+  },
+});
+
 describe('every call emits exactly one event', () => {
   test.each(cases)('%s', async (_name, c) => {
     const { events, error } = await c.run();
@@ -404,7 +418,8 @@ describe('every call emits exactly one event', () => {
     expect(error === undefined).toBe(c.errorCode === undefined);
     expect(event.durationMs).toBe(event.endedAt - event.startedAt);
     expect(event.argsFingerprint).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(event.argsBytes).toBeGreaterThan(0);
+    // A settlement has no args of its own (the record keeps only their fingerprint).
+    if (c.outcome !== 'settled') expect(event.argsBytes).toBeGreaterThan(0);
     expect(event.resultBytes !== undefined).toBe(c.hasResult);
     expect('args' in event).toBe(false);
   });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 /**
  * The executor against a small reference model of the state machine (design section 4 (docs/design.md)), with
  * fast-check generating sequences of calls, crashes and clock jumps.
@@ -124,7 +125,7 @@ class CrashCommand implements fc.AsyncCommand<Model, Real> {
     const claim = await real.store.claim({
       key: realKey,
       fingerprint,
-      token: 'dead',
+      token: `dead-${randomUUID()}`,
       leaseMs: 1,
       ttlMs: TTL,
     });

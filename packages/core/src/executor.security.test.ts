@@ -493,7 +493,7 @@ describe('onStoreUnavailable', () => {
     const inner = createMemoryStore();
     const store = downStore(inner, { complete: true });
     const { idempotency, events } = setup(
-      { onStoreUnavailable: 'fail-open' },
+      { onStoreUnavailable: 'fail-open', lease: 200 },
       store as MemoryStore,
     );
     const fn = vi.fn(async () => 'charged');

@@ -6,6 +6,7 @@ import {
   InvalidInputError,
   OutcomeUnknownError,
   PersistFailedError,
+  RecordIntegrityError,
   ReplayedFailureError,
   StoreUnavailableError,
 } from './errors/index.js';
@@ -442,7 +443,8 @@ describe('stale records (a holder died mid-way)', () => {
   });
 
   test('reconcile cannot tell (undefined or throws): OutcomeUnknownError', async () => {
-    const { idempotency, store } = setup();
+    // A short lease: reconcile runs after a grace of a tenth of it.
+    const { idempotency, store } = setup({ lease: 100 });
     const { key, fingerprint } = idempotency.keyOf(call());
     await crashedAttempt(store, key, fingerprint);
     const fn = vi.fn(async () => 'ran');
@@ -461,7 +463,7 @@ describe('stale records (a holder died mid-way)', () => {
   });
 
   test("onStale: 'reexecute' runs again, only when the tool declares vendorDedupes", async () => {
-    const { idempotency, store } = setup();
+    const { idempotency, store } = setup({ lease: 100 });
     const { key, fingerprint } = idempotency.keyOf(call());
     await crashedAttempt(store, key, fingerprint);
     const keys: string[] = [];
@@ -673,5 +675,89 @@ describe('NotAnOutcome', () => {
     expect(events.at(-1)).toMatchObject({ outcome: 'failed', errorCode: 'not_an_outcome' });
     expect((await idempotency.run(call(), fn, policy)).value).toBe('done');
     expect(runs).toBe(2);
+  });
+});
+
+describe('the first caller gets exactly what a replay gets (issue 16, finding 10)', () => {
+  test('Map, Set, NaN, Infinity, typed arrays, undefined, Date, class instances: round-tripped for the first caller too', async () => {
+    const { idempotency } = setup();
+    class Receipt {
+      constructor(readonly id: string) {}
+      get label() {
+        return `receipt ${this.id}`;
+      }
+    }
+    const produce = async () => ({
+      map: new Map([['a', 1]]),
+      set: new Set([1]),
+      nan: Number.NaN,
+      inf: Number.POSITIVE_INFINITY,
+      bytes: new Uint8Array([1, 2]),
+      gone: undefined,
+      at: new Date(0),
+      receipt: new Receipt('r1'),
+      list: [undefined, 1],
+    });
+    const first = await idempotency.run(call(), produce);
+    const replay = await idempotency.run(call(), produce);
+    expect(replay.replayed).toBe(true);
+    expect(first.value).toEqual(replay.value);
+    expect(first.value).toStrictEqual({
+      map: {},
+      set: {},
+      nan: null,
+      inf: null,
+      bytes: { 0: 1, 1: 2 },
+      at: '1970-01-01T00:00:00.000Z',
+      receipt: { id: 'r1' },
+      list: [null, 1],
+    });
+    // Strings, numbers, booleans and null come back as they are.
+    for (const [i, scalar] of ['text', 42, true, null].entries()) {
+      expect((await idempotency.run(call({ i }), async () => scalar)).value).toBe(scalar);
+    }
+  });
+});
+
+describe('identities that identify nothing (issue 16, finding 11)', () => {
+  test('a businessKey of null, {}, [] or "" is refused: nothing runs, nothing is stored', async () => {
+    const { idempotency, store } = setup();
+    const fn = vi.fn(async () => 1);
+    for (const value of [null, {}, [], '']) {
+      await expect(idempotency.run(call(), fn, { businessKey: () => value })).rejects.toSatisfy(
+        (e) => InvalidInputError.isInstance(e) && e.field === 'businessKey',
+      );
+    }
+    expect(fn).not.toHaveBeenCalled();
+    expect(store.size).toBe(0);
+  });
+
+  test('a completed record with no outcome is refused as corrupt, never replayed as undefined', async () => {
+    const { idempotency, store } = setup();
+    const { key, fingerprint } = idempotency.keyOf(call());
+    const claimed = await store.claim({
+      key,
+      fingerprint,
+      token: 't',
+      leaseMs: 60_000,
+      ttlMs: 60_000,
+    });
+    expect(claimed.status).toBe('acquired');
+    // A store that lost the outcome (or a hand-edited record): completed, nothing stored.
+    const broken = {
+      ...store,
+      specificationVersion: 'v1' as const,
+      name: 'broken',
+      capabilities: store.capabilities,
+      claim: async () => ({
+        status: 'completed' as const,
+        record: { ...(await store.get(key))!, state: 'completed' as const },
+      }),
+    } as unknown as IdempotencyStore;
+    const fn = vi.fn(async () => 1);
+    await expect(createIdempotency({ store: broken }).run(call(), fn)).rejects.toSatisfy(
+      (e) => RecordIntegrityError.isInstance(e) && e.reason === 'corrupt',
+    );
+    expect(fn).not.toHaveBeenCalled();
   });
 });

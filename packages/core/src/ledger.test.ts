@@ -222,7 +222,9 @@ describe('vendorCall: the ledger for vendors without idempotency', () => {
   });
 
   test('stale -> reconcile finds the effect at the vendor and adopts it', async () => {
+    // A short lease: reconcile runs after a grace of a tenth of it.
     const { idempotency, store, vendor, payout } = setup({
+      lease: 100,
       onStale: 'reexecute',
       vendorDedupes: true,
     });
@@ -247,7 +249,7 @@ describe('vendorCall: the ledger for vendors without idempotency', () => {
   });
 
   test('stale -> reconcile cannot tell (or there is none) -> OutcomeUnknownError; the row stays', async () => {
-    const { idempotency, store, vendor, payout, byReference } = setup();
+    const { idempotency, store, vendor, payout, byReference } = setup({ lease: 100 });
     const k = ledgerKey(idempotency, call());
     await pending(store, k);
     for (const policy of [
@@ -273,7 +275,9 @@ describe('vendorCall: the ledger for vendors without idempotency', () => {
   });
 
   test("stale -> 'reexecute' needs the declaration; the executor's default does not leak in", async () => {
+    // A short lease: reconcile runs after a grace of a tenth of it.
     const { idempotency, store, vendor, payout } = setup({
+      lease: 100,
       onStale: 'reexecute',
       vendorDedupes: true,
     });
@@ -301,6 +305,7 @@ describe('vendorCall: the ledger for vendors without idempotency', () => {
       turnId: 'turn',
       scope: undefined,
       signal: new AbortController().signal,
+      stillOwned: () => true,
     };
     for (const label of ['', 'x'.repeat(129), 5 as never]) {
       await expect(idempotency.vendorCall(ctx, label, fn)).rejects.toSatisfy(
@@ -330,6 +335,7 @@ describe('vendorCall: the ledger for vendors without idempotency', () => {
       turnId: 'turn',
       scope: undefined,
       signal: parent.signal,
+      stillOwned: () => !parent.signal.aborted,
     };
     let signal: AbortSignal | undefined;
     await idempotency.vendorCall(ctx, 'first', async (v) => {

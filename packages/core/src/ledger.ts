@@ -16,7 +16,7 @@ import type {
   VendorCallFunction,
   VendorCallPolicy,
 } from './executor/types.js';
-import { contextOrThrow } from './vendor.js';
+import { assertOwned, contextOrThrow, noteEffect } from './vendor.js';
 
 export type { VendorCallArgs, VendorCallFunction, VendorCallPolicy };
 
@@ -41,10 +41,17 @@ export function createVendorCall(run: Idempotency['run']) {
       throw new InvalidInputError({ field: 'fn', message: 'The vendor call must be a function.' });
     }
     const parent = contextOrThrow(context, 'vendorCall');
-    // The tool call lost its claim (another attempt took it over): do not start a vendor call.
-    parent.signal.throwIfAborted();
-    const call: ToolFunction<VendorCallArgs, Result> = (_args, vendor) =>
-      fn({ ...vendor, signal: AbortSignal.any([vendor.signal, parent.signal]) });
+    // The tool call no longer owns its claim: do not start a vendor call.
+    assertOwned(parent);
+    const call: ToolFunction<VendorCallArgs, Result> = (_args, vendor) => {
+      assertOwned(parent);
+      noteEffect(parent, 'ledger');
+      return fn({
+        ...vendor,
+        signal: AbortSignal.any([vendor.signal, parent.signal]),
+        stillOwned: () => vendor.stillOwned() && parent.stillOwned(),
+      });
+    };
     return run({ toolName: label, turnId: parent.turnId, scope: parent.scope, args: {} }, call, {
       ...policy,
       onStale: policy.onStale ?? 'outcome-unknown',

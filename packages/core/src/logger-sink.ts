@@ -64,6 +64,7 @@ export const DEFAULT_LOG_LEVELS: Readonly<Record<CallOutcome, LogLevel>> = {
   'store-unavailable': 'error',
   unguarded: 'warn',
   'integrity-failed': 'error',
+  settled: 'warn',
 };
 
 /**
@@ -128,6 +129,7 @@ export function createLoggerSink(
     if (event.waitedMs !== undefined) fields.waitedMs = event.waitedMs;
     if (event.errorCode !== undefined) fields.errorCode = event.errorCode;
     if (event.resultBytes !== undefined) fields.resultBytes = event.resultBytes;
+    if (event.operator !== undefined) fields.operator = event.operator;
     if (!redact && 'args' in event) fields.args = event.args;
     log(field === false ? fields : { [field]: fields }, message(event));
   };

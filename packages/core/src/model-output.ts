@@ -2,7 +2,7 @@
  * What the model sees (design section 7 (docs/design.md)), shared by every framework adapter so that all of them
  * say the same thing in the same words.
  */
-import { IdempotencyError } from './errors/index.js';
+import { IdempotencyError, PersistFailedError } from './errors/index.js';
 
 /** Appended to the description of a wrapped tool. */
 export const RETRY_SAFE_NOTE =
@@ -73,7 +73,6 @@ const NEXT: Record<string, NextStep> = {
   in_progress: 'retry-later',
   outcome_unknown: 'check-first',
   store_unavailable: 'retry-later',
-  persist_failed: 'retry-later',
   replayed_failure: 'do-not-retry',
   record_integrity: 'do-not-retry',
 };
@@ -84,5 +83,17 @@ const NEXT: Record<string, NextStep> = {
  */
 export function errorForModel(error: unknown): ModelError | undefined {
   if (!IdempotencyError.isInstance(error)) return undefined;
-  return { error: error.code, message: error.message, next: NEXT[error.code] ?? 'do-not-retry' };
+  return { error: error.code, message: error.message, next: nextStep(error) };
+}
+
+/** What to do next; a persist failure depends on why (the tool ran in every case). */
+function nextStep(error: IdempotencyError): NextStep {
+  if (PersistFailedError.isInstance(error)) {
+    // The outcome of another attempt will be stored: get it. Else the effect happened and its
+    // outcome is lost (check first), or it was refused and kept as a failure (do not retry).
+    if (error.reason === 'lease_lost' && !/record is gone/.test(error.message))
+      return 'retry-later';
+    return error.reason === 'invalid_result' ? 'do-not-retry' : 'check-first';
+  }
+  return NEXT[error.code] ?? 'do-not-retry';
 }

@@ -16,6 +16,7 @@ const ctx = (key: string): ExecutionContext => ({
   turnId: 'turn',
   scope: undefined,
   signal: new AbortController().signal,
+  stillOwned: () => true,
 });
 
 /** A fetch that records what it was sent and answers 200. */
@@ -52,10 +53,10 @@ describe('vendorKey', () => {
     const seen: string[] = [];
     const tool = async (_args: unknown, context: ExecutionContext) => {
       seen.push(idempotencyHeaders(context, 'payco.charge')['Idempotency-Key']);
-      if (seen.length === 1) throw new Error('network'); // retryable: the claim is released
+      if (seen.length === 1) throw new Error('network'); // PayCo dedupes: the claim is released
       return 'ok';
     };
-    const first = createIdempotency({ store });
+    const first = createIdempotency({ store, vendorDedupes: true });
     await expect(first.run(call, tool)).rejects.toThrow('network');
     await first.run(call, tool);
     // A crash: the record is left in_progress; a new executor ("process") re-executes it.

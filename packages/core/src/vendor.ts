@@ -4,10 +4,31 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { sha256 } from './canonicalize.js';
-import { InvalidInputError } from './errors/index.js';
+import { InvalidInputError, PersistFailedError } from './errors/index.js';
 import type { ExecutionContext } from './executor/types.js';
 
 const storage = new AsyncLocalStorage<ExecutionContext>();
+
+/** What an attempt sent, as far as the vendor helpers saw (for `onToolError: 'auto'`). */
+export interface SentEffects {
+  /** Mutating requests that carried the key (`idempotentFetch`, `idempotencyHeaders`). */
+  keyed: number;
+  /** Vendor calls recorded in the ledger (`vendorCall`). */
+  ledger: number;
+}
+const sentEffects = new WeakMap<ExecutionContext, SentEffects>();
+
+/** @internal Note that `context`'s attempt sent a request of `kind`. */
+export function noteEffect(context: ExecutionContext, kind: keyof SentEffects): void {
+  const sent = sentEffects.get(context) ?? { keyed: 0, ledger: 0 };
+  sent[kind]++;
+  sentEffects.set(context, sent);
+}
+
+/** @internal What the vendor helpers saw `context`'s attempt send. */
+export function effectsOf(context: ExecutionContext): SentEffects {
+  return sentEffects.get(context) ?? { keyed: 0, ledger: 0 };
+}
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
@@ -55,6 +76,17 @@ export function contextOrThrow(
 }
 
 /**
+ * @internal Throw unless the context's attempt still owns its call (right before a side effect):
+ * its signal's reason when it was aborted, else a `PersistFailedError` (`lease_lost`).
+ */
+export function assertOwned(context: ExecutionContext): void {
+  context.signal.throwIfAborted();
+  if (context.stillOwned?.() === false) {
+    throw new PersistFailedError({ key: context.key, reason: 'lease_lost', lost: 'no-renewal' });
+  }
+}
+
+/**
  * Headers for any SDK call that takes per-request headers:
  * `client.charges.create(body, { headers: idempotencyHeaders(ctx, 'charge') })`.
  *
@@ -65,7 +97,11 @@ export function idempotencyHeaders(
   context?: ExecutionContext,
   label?: string,
 ): { 'Idempotency-Key': string } {
-  return { 'Idempotency-Key': vendorKey(contextOrThrow(context, 'idempotencyHeaders').key, label) };
+  const ctx = contextOrThrow(context, 'idempotencyHeaders');
+  // The headers go on a request about to be sent: not by an attempt that lost its call.
+  assertOwned(ctx);
+  noteEffect(ctx, 'keyed');
+  return { 'Idempotency-Key': vendorKey(ctx.key, label) };
 }
 
 export interface IdempotentFetchOptions {
@@ -135,6 +171,9 @@ export function idempotentFetch(options: IdempotentFetchOptions = {}): typeof fe
     let n = digest === undefined ? -1 : bodies.indexOf(digest);
     if (n < 0) n = bodies.push(digest) - 1;
     headers.set(header, vendorKey(context.key, `${endpoint} #${n}`));
+    // Right before the request leaves: an attempt that no longer owns its call sends nothing.
+    assertOwned(context);
+    noteEffect(context, 'keyed');
     return inner(input, { ...init, headers });
   };
 }

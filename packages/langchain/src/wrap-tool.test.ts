@@ -174,6 +174,19 @@ describe('the replay shape', () => {
     expect(json(await callTool(wrapped, { title: 'x' }))).toEqual({ id: 'x', replayed: false });
   });
 
+  test('a ToolMessage the tool built itself goes out as it built it when it runs (the executor round-trips values)', async () => {
+    const { runs, tool: original } = counted(
+      (t) =>
+        new ToolMessage({ content: `opened ${t}`, tool_call_id: 'from-the-tool', artifact: { t } }),
+    );
+    const wrapped = idempotentTool(original, { store: createMemoryStore(), turnId: 't' });
+    const first = await callTool(wrapped, { title: 'x' });
+    expect(ToolMessage.isInstance(first)).toBe(true);
+    expect(first.tool_call_id).toBe('from-the-tool');
+    expect(first.artifact).toEqual({ t: 'x' });
+    expect(runs).toEqual(['x']);
+  });
+
   test('invoked without a tool call: the raw value, marked on replay', async () => {
     const { tool: original } = counted((t) => ({ id: t }));
     const wrapped = idempotentTool(original, { store: createMemoryStore(), turnId: 't' });

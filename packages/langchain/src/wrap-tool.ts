@@ -122,6 +122,8 @@ export function wrapTool<T extends ToolLike>(
     const toolCall = config.toolCall;
     const toolCallId = toolCall?.id; // as `call` decides whether to answer with a ToolMessage
     let result: IdempotentResult<unknown>;
+    /** What the tool returned when it ran now (a ToolMessage or Command goes out as built). */
+    let fresh: unknown;
     try {
       const { turnId, scope } = adapter.identify(
         { toolName, args, toolCall, state, config },
@@ -135,7 +137,8 @@ export function wrapTool<T extends ToolLike>(
             signal: mergeSignals(config.signal, exec.signal),
             configurable: { ...config.configurable, [KEY_FIELD]: exec.key },
           });
-          return drain(await out, (part) => runManager?.handleToolEvent?.(part), 'return');
+          fresh = await drain(await out, (part) => runManager?.handleToolEvent?.(part), 'return');
+          return fresh;
         },
         policy as never,
       );
@@ -150,9 +153,10 @@ export function wrapTool<T extends ToolLike>(
     }
 
     const { value, replayed, key, outcome } = result;
-    // A ToolMessage or Command the tool built itself goes out as it is (see the README's limits).
-    const command = (value as { lg_name?: unknown } | null)?.lg_name === 'Command';
-    if (!replayed && (isDirectToolOutput(value) || command)) return value;
+    // A ToolMessage or Command the tool built itself goes out as it is (the executor hands back
+    // its JSON round trip, which is no longer one; see the README's limits).
+    const command = (fresh as { lg_name?: unknown } | null)?.lg_name === 'Command';
+    if (!replayed && (isDirectToolOutput(fresh) || command)) return fresh;
     if (pair && !(Array.isArray(value) && value.length === 2)) return value;
     const [content, artifact] = pair ? (value as [unknown, unknown]) : [value, undefined];
     const marked = markOutput(content, replayed, adapter.markFresh);

@@ -80,7 +80,10 @@ describe('idempotentFetch: the tool call key on the vendor calls a tool makes', 
       maxRetries: 2,
     });
     let attempts = 0;
-    const tools = createToolDispatcher(createIdempotency({ store: createMemoryStore() }), {
+    // The vendor honours Idempotency-Key (declared): a tool error after a keyed request
+    // releases the claim, and the retry sends the same keys.
+    const idempotency = createIdempotency({ store: createMemoryStore(), vendorDedupes: true });
+    const tools = createToolDispatcher(idempotency, {
       create_index: async (args: { name: string }) => {
         attempts++;
         const store = await api.vectorStores.create({ name: args.name }); // POST: keyed

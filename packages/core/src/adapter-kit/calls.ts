@@ -225,4 +225,5 @@ export const unwrappedContext = (
   turnId,
   scope,
   signal: new AbortController().signal,
+  stillOwned: () => true, // a new key per call: nobody else can own it
 });

@@ -28,9 +28,10 @@ export class PersistFailedError extends IdempotencyError {
     leaseMs?: number | undefined;
     /**
      * `lease_lost`: how. `no-renewal` and `taken-over` abort a running tool's signal;
-     * `at-persist` (the default) refuses its outcome.
+     * `at-persist` (the default: another attempt took over) and `record-gone` (the record
+     * expired or the store lost it) refuse its outcome.
      */
-    lost?: 'no-renewal' | 'taken-over' | 'at-persist' | undefined;
+    lost?: 'no-renewal' | 'taken-over' | 'at-persist' | 'record-gone' | undefined;
   }) {
     super({
       ...options,
@@ -55,7 +56,7 @@ function persistMessage(o: {
   resultBytes?: number | undefined;
   limit?: number | undefined;
   leaseMs?: number | undefined;
-  lost?: 'no-renewal' | 'taken-over' | 'at-persist' | undefined;
+  lost?: 'no-renewal' | 'taken-over' | 'at-persist' | 'record-gone' | undefined;
 }): string {
   const tool = o.toolName ?? 'The tool';
   const why = o.cause instanceof Error ? o.cause.message : String(o.cause ?? 'unknown error');
@@ -66,12 +67,15 @@ function persistMessage(o: {
         ? `The result of ${tool} is ${o.resultBytes} bytes of JSON; the limit is ${o.limit} (maxResultBytes), so it is not stored and replayed. ${kept} Return a smaller result (a reference instead of the data) or raise maxResultBytes.`
         : `The result of ${tool} is not JSON (${why}), so it cannot be stored and replayed. ${kept} Return plain JSON from the tool.`;
     case 'store_error':
-      return `${tool} ran, but its outcome could not be stored (${why}). Retry the same call: it will find the unfinished attempt and not repeat the effect blindly.`;
+      return `${tool} ran (its effect happened), but its outcome could not be stored while the call was still this attempt's (${why}). Check whether it took effect before acting: a retry of the same call reports the unfinished attempt as outcome-unknown, it does not run it again.`;
     case 'lease_lost':
       if (o.lost === 'no-renewal') {
         return `No lease renewal of ${o.key} reached the store for ${o.leaseMs} ms: another attempt may take the call over. Stop side effects.`;
       }
       if (o.lost === 'taken-over') return `Another attempt took over ${o.key} while this one ran.`;
+      if (o.lost === 'record-gone') {
+        return `${tool} ran, but its record is gone from the store (it expired, or the store restarted without keeping it), so its outcome was not stored. Check whether it took effect before running it again.`;
+      }
       return `${tool} ran, but another attempt took the call over meanwhile (the lease of ${o.leaseMs} ms ran out), so this outcome was not stored. Retry the same call to get the stored outcome.`;
   }
 }

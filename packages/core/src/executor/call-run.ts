@@ -32,6 +32,8 @@ export interface Engine {
   readonly waiters: LocalWaiters;
   /** A claim after a wait, shared by the waiters of one key woken together. */
   reclaim(input: ClaimInput): Promise<ClaimResult>;
+  /** The monotonic clock of leases and grace periods (`performance.now`). */
+  now(): number;
 }
 
 /** One call being run: what every step of the state machine reads, and its one event. */

@@ -18,6 +18,7 @@ import { CallRun, type Engine } from './call-run.js';
 import { runClaimLoop } from './machine.js';
 import type { OpenedOutcome } from './outcome.js';
 import { checkBytes, createPolicies, NO_POLICY } from './policy.js';
+import { settle } from './settle.js';
 import {
   type Call,
   DEFAULT_MAX_RESULT_BYTES,
@@ -29,6 +30,16 @@ import {
   type ToolPolicy,
 } from './types.js';
 import { createLocalWaiters, createReclaimer } from './wait.js';
+
+/** A business key that names something: not undefined, null, '', {} or []. */
+function identifies(value: unknown): boolean {
+  if (value === undefined || value === null || value === '') return false;
+  if (typeof value === 'object') return Object.keys(value).length > 0;
+  return true;
+}
+
+const describeKey = (value: unknown): string =>
+  value === undefined || value === null ? String(value) : JSON.stringify(value);
 
 /**
  * The executor (design section 6, docs/design.md): one state machine for every tool and vendor
@@ -86,6 +97,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     openedOutcomes: new WeakMap<IdempotencyRecord, OpenedOutcome>(),
     waiters: createLocalWaiters(),
     reclaim: createReclaimer(store),
+    now: () => performance.now(),
   };
 
   function derive<Args>(
@@ -100,10 +112,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     }
     const businessKey =
       policy.businessKey === undefined ? undefined : policy.businessKey(call.args, call);
-    if (policy.businessKey !== undefined && businessKey === undefined) {
+    if (policy.businessKey !== undefined && !identifies(businessKey)) {
       throw new InvalidInputError({
         field: 'businessKey',
-        message: `businessKey returned undefined for tool ${String(call.toolName)}. Return a stable identifier (e.g. the email) for every call.`,
+        message: `businessKey returned ${describeKey(businessKey)} for tool ${String(call.toolName)}, which identifies nothing: every such call would share one key. Return a stable identifier (e.g. the email) for every call.`,
       });
     }
     return deriveKeyAndSize(
@@ -171,5 +183,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
       return run({ toolName, turnId: call.turnId, scope: call.scope, args }, fn, policy);
     },
     vendorCall: createVendorCall(run),
+    settle: (key, settlement, operator) =>
+      settle(engine, policyFor(NO_POLICY as ToolPolicy).ttl, key, settlement, operator),
   };
 }

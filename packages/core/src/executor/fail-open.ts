@@ -18,6 +18,7 @@ export async function runUnguarded<Args, Result>(
     turnId: call.turnId,
     scope: call.scope,
     signal: new AbortController().signal,
+    stillOwned: () => true, // no record: nobody else can own it
   };
   let value: Result;
   try {

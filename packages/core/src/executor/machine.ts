@@ -21,6 +21,37 @@ import { settleStale } from './stale.js';
 import type { IdempotentResult } from './types.js';
 import { newWaitState, waitOnce } from './wait.js';
 
+/** Pauses before a failed claim is sent again with the same token, in ms. */
+const CLAIM_RETRIES_MS = [25, 100, 400];
+
+/**
+ * The claim, sent again with the same token when the store fails (a lost reply, a dropped
+ * connection, a timeout): a claim that landed answers `acquired` to its own token. When every
+ * attempt failed, a claim that may have landed is released best-effort (nothing ran under it),
+ * so the key is not left stuck until its lease runs out and beyond.
+ */
+async function claimWithRetries<Args, Result>(
+  run: CallRun<Args, Result>,
+  input: ClaimInput,
+  shared: boolean,
+): Promise<ClaimResult> {
+  const { engine } = run;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await run.storeCall('claim', () =>
+        shared && attempt === 0 ? engine.reclaim(input) : engine.store.claim(input),
+      );
+    } catch (error) {
+      const pause = CLAIM_RETRIES_MS[attempt];
+      if (!StoreUnavailableError.isInstance(error) || pause === undefined) {
+        engine.store.release(input.key, input.token).catch(() => false);
+        throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
 export async function runClaimLoop<Args, Result>(
   run: CallRun<Args, Result>,
 ): Promise<IdempotentResult<Result>> {
@@ -40,13 +71,13 @@ export async function runClaimLoop<Args, Result>(
         ttlMs: run.claimTtl,
         meta: run.meta,
       };
+      // The lease is counted from the first send: a claim sent again reached the store no sooner.
+      const sentAt = engine.now();
       let claim: ClaimResult;
       try {
         const shared = afterWait;
         afterWait = false;
-        claim = await run.storeCall('claim', () =>
-          shared ? engine.reclaim(input) : engine.store.claim(input),
-        );
+        claim = await claimWithRetries(run, input, shared);
       } catch (error) {
         // Only the first look-up, and only an unreachable store: after it, a record may exist (a
         // running duplicate, a stale attempt) and running unguarded could repeat an effect.
@@ -62,7 +93,7 @@ export async function runClaimLoop<Args, Result>(
       firstClaim = false;
       switch (claim.status) {
         case 'acquired':
-          return await runTool(run, token);
+          return await runTool(run, token, sentAt);
         case 'completed':
           return replay(run, claim.record);
         case 'drift':

@@ -45,7 +45,14 @@ export function decode(
   record: IdempotencyRecord,
 ): { stored: StoredOutcome; json: string } {
   const state = record.state === 'failed' ? 'failed' : 'completed';
-  const sealed = record.outcome ?? '{}';
+  if (record.outcome === undefined) {
+    throw new RecordIntegrityError({
+      key,
+      reason: 'corrupt',
+      message: `The record of ${key} is ${record.state} but holds no outcome: the store returned a corrupt record. It was not replayed and the tool did not run. Inspect the record and delete it, then retry.`,
+    });
+  }
+  const sealed = record.outcome;
   let json: string;
   const hit = opened.get(record);
   if (hit !== undefined && hit.key === key && hit.state === state && hit.sealed === sealed) {
@@ -70,4 +77,24 @@ export function decode(
     });
   }
   return { stored: stored as StoredOutcome, json };
+}
+
+/**
+ * The value as every replay will get it (design section 6.6): the JSON round trip of what was
+ * stored. A `Map` is `{}` there, `NaN` is `null`, a `Date` its ISO string, an `undefined` field
+ * is gone, a class instance a plain object: the first caller gets exactly that too. Strings,
+ * booleans, `null` and finite numbers are returned as they are (their round trip is themselves).
+ *
+ * @param encoded the stored JSON, `{"v":...}`
+ */
+export function asStored<T>(value: T, encoded: string): T {
+  if (
+    value === null ||
+    typeof value === 'string' ||
+    typeof value === 'boolean' ||
+    (typeof value === 'number' && Number.isFinite(value))
+  ) {
+    return value;
+  }
+  return (JSON.parse(encoded) as StoredOutcome).v as T;
 }

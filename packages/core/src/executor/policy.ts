@@ -70,7 +70,8 @@ export interface ResolvedPolicy<Args, Result> {
   businessKey: ((args: Args, call: Call<Args>) => unknown) | undefined;
   reconcile: ((context: ReconcileContext<Args>) => Promise<Reconciliation<Result>>) | undefined;
   isTerminalError: ((error: unknown) => boolean) | undefined;
-  onToolError: 'release' | 'keep';
+  onToolError: 'auto' | 'release' | 'keep';
+  vendorDedupes: boolean;
   onStoreUnavailable: 'fail-closed' | 'fail-open';
 }
 
@@ -117,11 +118,12 @@ export function resolvePolicy<Args, Result>(
     businessKey: fn('businessKey', policy.businessKey),
     reconcile: fn('reconcile', policy.reconcile),
     isTerminalError: fn('isTerminalError', policy.isTerminalError ?? defaults.isTerminalError),
-    onToolError: checkChoice(
-      'onToolError',
-      policy.onToolError ?? defaults.onToolError ?? 'release',
-      ['release', 'keep'],
-    ),
+    onToolError: checkChoice('onToolError', policy.onToolError ?? defaults.onToolError ?? 'auto', [
+      'auto',
+      'release',
+      'keep',
+    ]),
+    vendorDedupes: policy.vendorDedupes ?? defaults.vendorDedupes ?? false,
     onStoreUnavailable: checkChoice(
       'onStoreUnavailable',
       policy.onStoreUnavailable ?? defaults.onStoreUnavailable ?? DEFAULTS.onStoreUnavailable,

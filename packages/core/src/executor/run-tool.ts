@@ -6,45 +6,89 @@
  */
 import { IdempotencyError, PersistFailedError } from '../errors/index.js';
 import { NotAnOutcome } from '../not-an-outcome.js';
-import { withExecutionContext } from '../vendor.js';
+import { effectsOf, type SentEffects, withExecutionContext } from '../vendor.js';
 import type { CallRun } from './call-run.js';
-import { holdLease } from './lease.js';
-import { describeError, type StoredOutcome } from './outcome.js';
+import { holdLease, type Lease } from './lease.js';
+import { asStored, describeError, type StoredOutcome } from './outcome.js';
 import type { ExecutionContext, IdempotentResult } from './types.js';
 
+/**
+ * @param securedAt the monotonic clock's reading when the claim (or takeover) that acquired
+ *   `token` was sent: the lease is counted from there
+ */
 export async function runTool<Args, Result>(
   run: CallRun<Args, Result>,
   token: string,
+  securedAt: number,
 ): Promise<IdempotentResult<Result>> {
   const { engine, key, call, policy } = run;
   const { store } = engine;
-  const lease = holdLease(store, key, token, policy.lease);
+  const lease = holdLease(store, key, token, policy.lease, securedAt, engine.now);
   let value: Result;
+  const context: ExecutionContext = {
+    key,
+    toolName: call.toolName,
+    turnId: call.turnId,
+    scope: call.scope,
+    signal: lease.signal,
+    stillOwned: lease.stillOwned,
+  };
   try {
-    const context: ExecutionContext = {
-      key,
-      toolName: call.toolName,
-      turnId: call.turnId,
-      scope: call.scope,
-      signal: lease.signal,
-    };
     // The tool runs inside its context: idempotentFetch, idempotencyHeaders and vendorCall
     // find its key without being handed `ctx`.
     value = await withExecutionContext(context, () => run.fn(call.args, context));
   } catch (error) {
     lease.stop();
-    await settleError(run, token, error);
+    await settleError(run, token, lease, error, effectsOf(context));
     throw error;
   }
   lease.stop();
-  return persist(run, token, value);
+  return persist(run, token, lease, value);
+}
+
+/** Pauses between attempts of a fenced write, in ms (the last one repeats). */
+const WRITE_RETRIES_MS = [25, 100, 400, 1_000];
+
+/**
+ * A fenced write (`complete`, `release`, `renew`), sent again while it fails and this attempt
+ * still owns the call: each is safe to repeat (a store answers a write it already applied for
+ * this token as applied), and one transient error must not lose a result. Throws the last error
+ * once the lease has run out.
+ */
+async function fencedWrite<T>(lease: Lease, write: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await write();
+    } catch (error) {
+      if (!lease.stillOwned()) throw error;
+      const pause = WRITE_RETRIES_MS[Math.min(attempt, WRITE_RETRIES_MS.length - 1)] as number;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
+/**
+ * Whether a tool error keeps the attempt unfinished (its effect may have happened) rather than
+ * releasing the claim. `auto`: keep when a request that carried the key went to a vendor not
+ * declared to dedupe by it; release when nothing was sent, when every vendor dedupes, or when
+ * the effects are in the ledger (a retry meets the ledger's own record first).
+ */
+function keepsAttempt(
+  onToolError: 'auto' | 'release' | 'keep',
+  vendorDedupes: boolean,
+  sent: SentEffects,
+): boolean {
+  if (onToolError !== 'auto') return onToolError === 'keep';
+  return sent.keyed > 0 && !vendorDedupes;
 }
 
 /** The tool threw: store it (terminal), keep the attempt unfinished, or release the claim. */
 async function settleError<Args, Result>(
   run: CallRun<Args, Result>,
   token: string,
+  lease: Lease,
   error: unknown,
+  sent: SentEffects,
 ): Promise<void> {
   const { engine, key, policy } = run;
   const { store } = engine;
@@ -66,17 +110,17 @@ async function settleError<Args, Result>(
       json = JSON.stringify({ e } satisfies StoredOutcome);
     }
     const outcome = engine.codec.seal(key, 'failed', json);
-    await store
-      .complete({ key, token, state: 'failed', outcome, ttlMs: policy.ttl })
-      .catch(() => false);
-  } else if (policy.onToolError === 'keep' && !passedOn) {
+    await fencedWrite(lease, () =>
+      store.complete({ key, token, state: 'failed', outcome, ttlMs: policy.ttl }),
+    ).catch(() => false);
+  } else if (!passedOn && keepsAttempt(policy.onToolError, policy.vendorDedupes, sent)) {
     // The effect may have happened: leave the attempt unfinished, its lease run out now, so the
     // next retry finds it stale (reconcile, else outcome-unknown) without waiting.
-    await store.renew(key, token, 1).catch(() => false);
+    await fencedWrite(lease, () => store.renew(key, token, 1)).catch(() => false);
   } else {
     // Retryable: free the key so a retry may run. If this fails the record goes stale, which is
     // the safe side (a retry meets outcome-unknown, never a blind re-run).
-    await store.release(key, token).catch(() => false);
+    await fencedWrite(lease, () => store.release(key, token)).catch(() => false);
   }
   engine.waiters.wake(key);
   run.finish(
@@ -89,6 +133,7 @@ async function settleError<Args, Result>(
 async function persist<Args, Result>(
   run: CallRun<Args, Result>,
   token: string,
+  lease: Lease,
   value: Result,
 ): Promise<IdempotentResult<Result>> {
   const { engine, key, call, policy } = run;
@@ -119,27 +164,19 @@ async function persist<Args, Result>(
     const failure = JSON.stringify({
       e: { name: 'PersistFailedError', message: refused.message, code: 'invalid_result' },
     } satisfies StoredOutcome);
-    await store
-      .complete({
-        key,
-        token,
-        state: 'failed',
-        outcome: codec.seal(key, 'failed', failure),
-        ttlMs: policy.ttl,
-      })
-      .catch(() => false);
+    const outcome = codec.seal(key, 'failed', failure);
+    await fencedWrite(lease, () =>
+      store.complete({ key, token, state: 'failed', outcome, ttlMs: policy.ttl }),
+    ).catch(() => false);
     engine.waiters.wake(key);
     return run.fail('persist-failed', refused);
   }
-  let owned: boolean;
+  const outcome = codec.seal(key, 'completed', encoded);
+  let owned: boolean | 'gone' | 'taken';
   try {
-    owned = await store.complete({
-      key,
-      token,
-      state: 'completed',
-      outcome: codec.seal(key, 'completed', encoded),
-      ttlMs: policy.ttl,
-    });
+    owned = await fencedWrite(lease, () =>
+      store.complete({ key, token, state: 'completed', outcome, ttlMs: policy.ttl }),
+    );
   } catch (cause) {
     engine.waiters.wake(key);
     return run.fail(
@@ -147,8 +184,9 @@ async function persist<Args, Result>(
       new PersistFailedError({ key, reason: 'store_error', toolName: call.toolName, cause }),
     );
   }
+  if (!owned) owned = await completedByThisAttempt(run, token, outcome);
   engine.waiters.wake(key);
-  if (!owned) {
+  if (owned !== true) {
     return run.fail(
       'persist-failed',
       new PersistFailedError({
@@ -156,9 +194,28 @@ async function persist<Args, Result>(
         reason: 'lease_lost',
         toolName: call.toolName,
         leaseMs: policy.lease,
+        lost: owned === 'gone' ? 'record-gone' : 'at-persist',
       }),
     );
   }
   run.finish('executed', undefined, Buffer.byteLength(encoded));
-  return { value, replayed: false, key, outcome: 'executed' };
+  return { value: asStored(value, encoded), replayed: false, key, outcome: 'executed' };
+}
+
+/**
+ * `complete` was refused: what really happened. A store that applied the same complete before
+ * (its reply was lost, the write was sent again) holds this attempt's outcome: success. Else the
+ * record is gone (expired, or lost by a store restarted without persistence) or another attempt
+ * took the call over.
+ */
+async function completedByThisAttempt<Args, Result>(
+  run: CallRun<Args, Result>,
+  token: string,
+  outcome: string,
+): Promise<true | 'gone' | 'taken'> {
+  const record = await run.engine.store.get(run.key).catch(() => undefined);
+  if (record === undefined) return 'gone';
+  return record.token === token && record.state === 'completed' && record.outcome === outcome
+    ? true
+    : 'taken';
 }

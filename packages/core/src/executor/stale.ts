@@ -8,16 +8,28 @@ import { randomUUID } from 'node:crypto';
 import { InvalidInputError, OutcomeUnknownError } from '../errors/index.js';
 import type { IdempotencyRecord } from '../store.js';
 import type { CallRun } from './call-run.js';
-import type { StoredOutcome } from './outcome.js';
+import { leaseMargin } from './lease.js';
+import { asStored, type StoredOutcome } from './outcome.js';
 import { runTool } from './run-tool.js';
 import type { IdempotentResult, Reconciliation } from './types.js';
 
-/** Settle a stale record; `'retry'`: it changed meanwhile (taken over, finished): claim again. */
+/**
+ * Settle a stale record; `'retry'`: it changed meanwhile (taken over, finished): claim again.
+ *
+ * A policy that may run the tool again (`reconcile`, `onStale: 'reexecute'`) first waits a grace
+ * period past the lease (`leaseMargin`): the holder stopped believing it owned the call a margin
+ * before the store's lease ran out; the grace gives a request it sent just before that as long
+ * again to reach the vendor before `reconcile` asks, and a holder that was only slow the time to
+ * finish (the takeover is fenced: it fails if the holder renewed or completed meanwhile).
+ */
 export async function settleStale<Args, Result>(
   run: CallRun<Args, Result>,
   record: IdempotencyRecord,
 ): Promise<IdempotentResult<Result> | 'retry'> {
   const { engine, key, call, policy } = run;
+  if (policy.reconcile !== undefined || policy.onStale === 'reexecute') {
+    await new Promise((resolve) => setTimeout(resolve, leaseMargin(policy.lease)));
+  }
   let found: Reconciliation<Result>;
   let reconcileError: unknown;
   if (policy.reconcile !== undefined) {
@@ -71,6 +83,7 @@ export async function settleStale<Args, Result>(
   }
   const { store } = engine;
   const token = randomUUID();
+  const securedAt = engine.now();
   const taken = await run.storeCall('takeover', () =>
     store.takeover({
       key,
@@ -81,7 +94,7 @@ export async function settleStale<Args, Result>(
     }),
   );
   if (!taken) return 'retry';
-  if (found?.found !== true) return runTool(run, token);
+  if (found?.found !== true) return runTool(run, token, securedAt);
   const sealed = engine.codec.seal(key, 'completed', encoded);
   const owned = await run.storeCall('complete', () =>
     store.complete({ key, token, state: 'completed', outcome: sealed, ttlMs: policy.ttl }),
@@ -89,5 +102,5 @@ export async function settleStale<Args, Result>(
   engine.waiters.wake(key);
   if (!owned) return 'retry';
   run.finish('reconciled', undefined, Buffer.byteLength(encoded));
-  return { value: found.value, replayed: true, key, outcome: 'reconciled' };
+  return { value: asStored(found.value, encoded), replayed: true, key, outcome: 'reconciled' };
 }

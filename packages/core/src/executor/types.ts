@@ -41,8 +41,18 @@ export interface ExecutionContext {
   toolName: string;
   turnId: string | undefined;
   scope: string | undefined;
-  /** Aborted when this attempt lost its claim (its lease was taken over): stop side effects. */
+  /**
+   * Aborted when this attempt no longer owns the call (another attempt took it over, or no
+   * renewal of its lease was secured in time): stop side effects.
+   */
   signal: AbortSignal;
+  /**
+   * Ask right before a side effect: true while this attempt still owns the call (the lease it
+   * last secured, on a monotonic clock counted from when it was sent, has a margin left).
+   * Synchronous, so it holds even after a long synchronous step, before any timer could abort
+   * `signal`. `idempotentFetch`, `idempotencyHeaders` and `vendorCall` ask it for you.
+   */
+  stillOwned(): boolean;
 }
 
 /** What `reconcile` is given: the stale record and the call. */
@@ -106,9 +116,13 @@ export interface ToolPolicy<Args = unknown, Result = unknown> {
    * again (the error came before any effect), or `'keep'` the attempt unfinished and stale at once
    * (the error may have come after the effect, e.g. a timeout after the request was sent), so a
    * retry goes to `reconcile`, else to `OutcomeUnknownError`, never to a blind re-run.
-   * @default 'release' ('keep' for `vendorCall`)
+   * `'auto'` decides by what the attempt sent: it keeps the attempt when a mutating request went
+   * out through `idempotentFetch` / `idempotencyHeaders` to a vendor not declared to dedupe by
+   * the key (`vendorDedupes`), and releases it otherwise: nothing sent, every request deduped by
+   * the vendor, effects in the ledger (`vendorCall`), or effects it cannot see.
+   * @default 'auto' ('keep' for `vendorCall`)
    */
-  onToolError?: 'release' | 'keep';
+  onToolError?: 'auto' | 'release' | 'keep';
   /**
    * The store fails (it is down) on the call's first look-up, before anything ran:
    * `'fail-closed'` fails the call with `StoreUnavailableError` and the tool does not run;
@@ -260,6 +274,20 @@ export interface Idempotency {
     policy?: VendorCallPolicy<Result>,
   ): Promise<IdempotentResult<Result>>;
   /**
+   * Settle a stuck record, as an operator (audited: one `settled` event with `operator`): an
+   * `in_progress` record whose attempt died, whose effect you looked up yourself, is marked
+   * completed with `{ completed: value }` (replayed from then on) or released with
+   * `{ released: true }` (the call may run again). Only once its lease has run out: a live
+   * attempt is never overruled. The outcome is sealed like any other (encryption included).
+   * @throws InvalidInputError when there is nothing to settle, the record is finished or still
+   *   held, or the settlement is not JSON
+   */
+  settle(
+    key: string,
+    settlement: Settlement,
+    operator: { by: string; reason: string },
+  ): Promise<SettlementResult>;
+  /**
    * Validate a tool policy now instead of at its first call (adapters call it when they wrap a
    * tool, so a bad policy fails there).
    * @throws InvalidInputError naming the field at fault (an unknown field too)
@@ -289,3 +317,13 @@ export type VendorCallPolicy<Result> = Omit<
  * `vendor.signal` is aborted when this call or its tool call loses its claim.
  */
 export type VendorCallFunction<Result> = (vendor: ExecutionContext) => Result | Promise<Result>;
+
+/** An operator's decision on a stuck record: the outcome found, or release. */
+export type Settlement = { completed: unknown } | { released: true };
+
+export interface SettlementResult {
+  key: string;
+  action: 'completed' | 'released';
+  /** The stuck record as it was before (its attempt's token, when it started). */
+  previous: IdempotencyRecord;
+}
