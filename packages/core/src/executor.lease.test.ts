@@ -238,7 +238,9 @@ describe('the limit that remains: a process frozen in the middle of a vendor req
     return {
       charges,
       fetch: idempotentFetch({ fetch }),
-      answer: () => held.splice(0).forEach((go) => go()),
+      answer: () => {
+        for (const go of held.splice(0)) go();
+      },
     };
   }
 

@@ -105,6 +105,16 @@ export class MemoryStore implements IdempotencyStore {
       this.#maybeSweep(now);
       return { status: 'acquired', token: input.token, record: copy(record) };
     }
+    if (
+      existing.token === input.token &&
+      existing.state === 'in_progress' &&
+      existing.fingerprint === input.fingerprint
+    ) {
+      // This attempt's own claim, sent again (its reply was lost): it still owns the record. A
+      // lease that ran out meanwhile is renewed, as `renew` would (nobody took over).
+      if (existing.leaseExpiresAt <= now) this.#extendLease(existing, now, input.leaseMs);
+      return { status: 'acquired', token: input.token, record: copy(existing) };
+    }
     const record = copy(existing);
     if (existing.fingerprint !== input.fingerprint) return { status: 'drift', record };
     if (existing.state !== 'in_progress') return { status: 'completed', record };
@@ -115,8 +125,11 @@ export class MemoryStore implements IdempotencyStore {
   async complete(input: CompleteInput): Promise<boolean> {
     const now = this.#now();
     const record = this.#live(input.key, now);
-    if (record === undefined || record.token !== input.token || record.state !== 'in_progress') {
-      return false;
+    if (record === undefined || record.token !== input.token) return false;
+    if (record.state !== 'in_progress') {
+      // Already finished by this token: the same complete sent again (its reply was lost) is
+      // accepted and changes nothing; another outcome is refused.
+      return record.state === input.state && record.outcome === input.outcome;
     }
     record.state = input.state;
     record.outcome = input.outcome;
@@ -142,20 +155,22 @@ export class MemoryStore implements IdempotencyStore {
     if (record === undefined || record.token !== token || record.state !== 'in_progress') {
       return false;
     }
+    this.#extendLease(record, now, leaseMs);
+    return true;
+  }
+
+  #extendLease(record: IdempotencyRecord, now: number, leaseMs: number): void {
     record.leaseExpiresAt = now + leaseMs;
     if (record.expiresAt < record.leaseExpiresAt) record.expiresAt = record.leaseExpiresAt;
-    return true;
   }
 
   async takeover(input: TakeoverInput): Promise<boolean> {
     const now = this.#now();
     const record = this.#live(input.key, now);
-    if (
-      record === undefined ||
-      record.state !== 'in_progress' ||
-      record.token !== input.staleToken ||
-      record.leaseExpiresAt > now
-    ) {
+    if (record === undefined || record.state !== 'in_progress') return false;
+    // Already taken over by this token: the same takeover sent again (its reply was lost).
+    if (record.token === input.token && record.token !== input.staleToken) return true;
+    if (record.token !== input.staleToken || record.leaseExpiresAt > now) {
       return false;
     }
     record.token = input.token;

@@ -46,7 +46,10 @@ export interface ClaimInput {
   key: string;
   /** Fingerprint of this call's args; compared with the stored one for drift. */
   fingerprint: string;
-  /** The new owner token, used if the claim is acquired. Unique per attempt. */
+  /**
+   * The new owner token, used if the claim is acquired. Unique per attempt: a claim sent again
+   * with the same token (its reply was lost) is the same attempt, and finds its own record.
+   */
   token: string;
   /** How long the claim is held before it counts as stale. */
   leaseMs: number;
@@ -57,7 +60,11 @@ export interface ClaimInput {
 
 /**
  * The one answer of `claim`. Exactly one of:
- * - `acquired`: no live record existed; this caller owns a new `in_progress` record.
+ * - `acquired`: no live record existed; this caller owns a new `in_progress` record. Also the
+ *   answer to a claim sent again by its own attempt: the live `in_progress` record holds the
+ *   caller's own token (and fingerprint), so the caller owns it; the record as stored, nothing
+ *   changed, except that a lease that ran out meanwhile is renewed for `leaseMs` (as `renew`
+ *   would: nobody took over). Own token on a finished record: `completed`.
  * - `completed`: a finished record (state `completed` or `failed`) with the same fingerprint: replay it.
  * - `in_progress`: a live attempt with the same fingerprint holds the record.
  * - `stale`: an `in_progress` record with the same fingerprint whose lease ran out.
@@ -104,7 +111,19 @@ export interface StoreCapabilities {
 /**
  * The store contract. Every write after `claim` is fenced: it succeeds only if `token` still owns
  * the record, and returns `false` otherwise. Expired records (past `expiresAt`) are invisible.
- * Errors reaching the engine must be thrown as `StoreUnavailableError`.
+ *
+ * Every operation is safe to send again: a reply lost on the way back (a dropped connection
+ * after the commit, a client that re-sends its in-flight commands after a reconnect, a command
+ * timeout) leaves the caller to retry the same input, and the retry answers what the first
+ * attempt did: `claim` -> `acquired` (own token), `complete` -> `true` (same token, state and
+ * outcome), `takeover` -> `true` (record `in_progress` under the new token), `renew` -> `true`.
+ * A `release` sent again answers `false` (the record is gone): it cannot be told from a release
+ * that lost to another write, and needs not be (either way the attempt owns nothing).
+ *
+ * Errors reaching the engine must be thrown as `StoreUnavailableError`. A record the store
+ * cannot read (a value or row it did not write: garbage, a finished record without its outcome)
+ * is a `RecordIntegrityError` with reason `corrupt`, never `StoreUnavailableError`: the engine
+ * answered, and `onStoreUnavailable: 'fail-open'` must not run the tool over it.
  */
 export interface IdempotencyStore {
   /** Version of this contract the store implements. */
@@ -113,20 +132,36 @@ export interface IdempotencyStore {
   readonly name: string;
   readonly capabilities: StoreCapabilities;
 
-  /** One atomic step: create an `in_progress` record, or report what is there. */
+  /**
+   * One atomic step (one round trip): create an `in_progress` record, or report what is there.
+   * Sent again with the same token, it answers `acquired` (see `ClaimResult`).
+   */
   claim(input: ClaimInput): Promise<ClaimResult>;
-  /** Store the outcome (fenced). `false`: the token no longer owns the record. */
+  /**
+   * Store the outcome (fenced). `false`: the token no longer owns the record. Sent again (the
+   * record is already finished by this token with this state and outcome): `true`, nothing
+   * changes (the retention is not extended). With another state or outcome: `false`, the first
+   * outcome is kept.
+   */
   complete(input: CompleteInput): Promise<boolean>;
-  /** Delete the record so the call may run again (fenced). */
+  /**
+   * Delete the record so the call may run again (fenced). Sent again, it finds no record and
+   * answers `false`, like a release that lost.
+   */
   release(key: string, token: string): Promise<boolean>;
-  /** Extend the lease of a running attempt (fenced; only while `in_progress`). */
+  /** Extend the lease of a running attempt (fenced; only while `in_progress`). Idempotent. */
   renew(key: string, token: string, leaseMs: number): Promise<boolean>;
   /**
    * Atomically take over a stale record: only if it is still `in_progress`, still owned by
    * `staleToken`, and its lease has run out. The record stays `in_progress` under the new token.
+   * Sent again by the new owner (the record is `in_progress` under `token`): `true`, nothing
+   * changes.
    */
   takeover(input: TakeoverInput): Promise<boolean>;
-  /** Read a live record (inspection; not used on the hot path). */
+  /**
+   * Read a live record (inspection; not used on the hot path). One the store cannot read throws
+   * `RecordIntegrityError`.
+   */
   get(key: string): Promise<IdempotencyRecord | undefined>;
   /**
    * Resolve when the record at `key` may have changed (completed, released, deleted), or after

@@ -33,10 +33,25 @@ export interface PgListenClient extends PgQueryable {
   removeListener(event: 'notification' | 'error' | 'end', listener: () => void): unknown;
 }
 
-/** A `pg.Pool`: a dedicated `LISTEN` client can be checked out of it. */
+/** A `pg.Client` that the store creates, connects and ends itself (the `LISTEN` connection). */
+export interface PgOwnClient extends PgListenClient {
+  connect(): Promise<unknown>;
+  end(): Promise<void>;
+}
+
+/**
+ * A `pg.Pool`. The store never holds one of its connections for `LISTEN`: it opens a client of
+ * its own with the pool's `Client` class and settings (`pool.Client`, `pool.options`).
+ */
 export interface PgPoolLike extends PgQueryable {
   connect(): Promise<PgListenClient & { release(error?: Error | boolean): void }>;
   idleCount: number;
+  /** pg-pool: the class of its clients. */
+  Client?: new (
+    options: unknown,
+  ) => PgOwnClient;
+  /** pg-pool: the settings it creates its clients with. */
+  options?: unknown;
 }
 
 export function isPool(db: unknown): db is PgPoolLike {
@@ -61,14 +76,17 @@ interface Connection {
   /** The connection failed or ended. */
   lost: boolean;
   detach: () => void;
-  /** Give a pool client back (destroying it when `error` is given); undefined for user clients. */
+  /** End the store's own client (opened for a pool); undefined for clients the user gave. */
   release: ((error?: Error) => void) | undefined;
 }
 
 /**
- * The waiters of one store and the one `LISTEN` connection they share: checked out of the pool
- * (or the given client) on the first wait, listened on again after it fails, given back by
- * `close()`. Without a source, waiters only time out (or are woken by `close()`).
+ * The waiters of one store and the one `LISTEN` connection they share: for a pool, a client of
+ * the store's own opened with the pool's settings on the first wait (never one of the pool's
+ * connections: a `LISTEN` held in a pool of `max: 1` would starve every query of the store); a
+ * given client is listened on as it is. Listened on again after it fails, ended (or, when given,
+ * unlistened) by `close()`. Without a source, or when the pool offers no way to open a client
+ * (a pool-like without `Client` and `options`), waiters poll.
  */
 export class ChangeListener {
   readonly #source: PgPoolLike | PgListenClient | undefined;
@@ -162,13 +180,29 @@ export class ChangeListener {
     let client: PgListenClient;
     let release: Connection['release'];
     if (isPool(source)) {
-      const checkedOut = await source.connect();
-      client = checkedOut;
+      const Client = source.Client;
+      if (typeof Client !== 'function' || source.options === undefined) {
+        throw new Error('this pool offers no way to open a LISTEN connection of its own');
+      }
+      const own = new Client(source.options);
+      // Errors after the connection was given up (or before it is attached) must not crash
+      // the process; while listening, `onLost` below handles them.
+      own.on('error', () => {});
+      try {
+        await own.connect();
+      } catch (error) {
+        own.end().catch(() => {});
+        throw error;
+      }
+      // The LISTEN socket alone never keeps the process alive (waiters' timers do, while they
+      // wait): forgetting `close()` before exiting must not hang the exit.
+      (own as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.();
+      client = own;
       let released = false;
-      release = (error) => {
+      release = () => {
         if (released) return;
         released = true;
-        checkedOut.release(error);
+        own.end().catch(() => {});
       };
     } else {
       client = source;

@@ -168,6 +168,15 @@ describe.skipIf(!up)('postgres store', () => {
         return rows[0].n as number;
       },
     },
+    // A finished row without its outcome: what the store cannot replay.
+    corruptRecord: async (store, key) => {
+      await pool.query(
+        `INSERT INTO ${store.names.qualified} (key, state, fingerprint, token, lease_expires_at, expires_at, created_at)
+         VALUES ($1, 'completed', 'fp', 'tok', 0, 8000000000000, 0)
+         ON CONFLICT (key) DO UPDATE SET state = 'completed', outcome = NULL`,
+        [key],
+      );
+    },
   });
 
   runStoreConformance({

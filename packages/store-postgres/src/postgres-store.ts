@@ -14,6 +14,7 @@ import {
   inspectionStateOf,
   type ListedRecord,
   type ListFilter,
+  RecordIntegrityError,
   type RecordMeta,
   type RecordPage,
   type StatsFilter,
@@ -49,8 +50,9 @@ export interface PostgresStoreOptions extends TableNames {
   /**
    * A connected client dedicated to `LISTEN`. The store adds listeners to it and `UNLISTEN`s in
    * `close()`, but never ends it.
-   * @default a client checked out of the pool on the first wait and released by `close()`; with
-   * a single `pg.Client`, that client
+   * @default with a `pg.Pool`, a client of the store's own, opened on the first wait with the
+   * pool's settings (`new pool.Client(pool.options)`: one connection besides the pool's `max`,
+   * never one of the pool's) and ended by `close()`; with a single `pg.Client`, that client
    */
   listenClient?: PgListenClient;
   /**
@@ -128,18 +130,40 @@ acquired AS (
     waiting = false
   WHERE r.expires_at <= excluded.created_at
   RETURNING ${cols('r')}, true AS acquired
+),
+renewed AS (
+  UPDATE ${t} r SET lease_expires_at = clock.ms + $4::bigint,
+    expires_at = greatest(r.expires_at, clock.ms + $4::bigint)
+  FROM clock
+  WHERE EXISTS (
+      SELECT 1 FROM live WHERE live.token = $3 AND live.fingerprint = $2
+        AND live.state = 'in_progress' AND live.lease_expires_at <= live.now
+    )
+    AND r.key = $1 AND r.token = $3 AND r.state = 'in_progress' AND r.expires_at > clock.ms
+  RETURNING ${cols('r')}, true AS acquired
 )
 SELECT acquired.*, (SELECT ms FROM clock) AS now FROM acquired
 UNION ALL
+SELECT renewed.*, (SELECT ms FROM clock) AS now FROM renewed
+UNION ALL
 SELECT * FROM live`,
+    // A complete sent again (its reply was lost) finds the row finished by its own token with
+    // its own state and outcome: \`again\` returns it (only when the fence matched nothing).
     complete: `WITH ${clock},
 done AS (
   UPDATE ${t} r SET state = $3, outcome = $4, completed_at = clock.ms,
     expires_at = clock.ms + $5::bigint
   FROM clock WHERE ${fence}
   RETURNING r.key, r.waiting
+),
+again AS (
+  SELECT r.key FROM ${t} r, clock
+  WHERE NOT EXISTS (SELECT 1 FROM done) AND r.key = $1 AND r.token = $2 AND r.state = $3
+    AND r.outcome = $4 AND r.expires_at > clock.ms
 )
-${announce('done', '$6')}`,
+${announce('done', '$6')}
+UNION ALL
+SELECT key${notify ? ', NULL' : ''} FROM again`,
     release: `WITH ${clock},
 gone AS (DELETE FROM ${t} r USING clock WHERE ${fence} RETURNING r.key, r.waiting)
 ${announce('gone', '$3')}`,
@@ -147,11 +171,23 @@ ${announce('gone', '$3')}`,
 UPDATE ${t} r SET lease_expires_at = clock.ms + $3::bigint,
   expires_at = greatest(r.expires_at, clock.ms + $3::bigint)
 FROM clock WHERE ${fence}`,
-    takeover: `WITH ${clock}
-UPDATE ${t} r SET token = $3, lease_expires_at = clock.ms + $4::bigint,
-  expires_at = clock.ms + greatest($4::bigint, $5::bigint)
-FROM clock
-WHERE ${fence} AND r.lease_expires_at <= clock.ms`,
+    // A takeover sent again (its reply was lost) finds the row in_progress under its new token.
+    takeover: `WITH ${clock},
+taken AS (
+  UPDATE ${t} r SET token = $3, lease_expires_at = clock.ms + $4::bigint,
+    expires_at = clock.ms + greatest($4::bigint, $5::bigint)
+  FROM clock
+  WHERE ${fence} AND r.lease_expires_at <= clock.ms
+  RETURNING r.key
+),
+again AS (
+  SELECT r.key FROM ${t} r, clock
+  WHERE NOT EXISTS (SELECT 1 FROM taken) AND $3 <> $2 AND r.key = $1 AND r.token = $3
+    AND r.state = 'in_progress' AND r.expires_at > clock.ms
+)
+SELECT key FROM taken
+UNION ALL
+SELECT key FROM again`,
     get: `WITH ${clock}
 SELECT ${cols('r')} FROM ${t} r, clock WHERE r.key = $1 AND r.expires_at > clock.ms`,
     // A waiter asks for a NOTIFY (once per record: a flagged row is not written again).
@@ -231,6 +267,44 @@ function checkText(field: string, value: string | undefined): void {
       message: `${field} contains a NUL character (\\u0000) or a lone surrogate, which PostgreSQL text cannot store. Escape it (JSON.stringify does) or remove it.`,
     });
   }
+}
+
+const STATES: ReadonlySet<unknown> = new Set(['in_progress', 'completed', 'failed']);
+/** A bigint column as `pg` returns it (a string by default), or a parsed one. */
+const isTime = (v: unknown): boolean =>
+  (typeof v === 'string' && /^-?\d{1,16}$/.test(v)) ||
+  (typeof v === 'number' && Number.isSafeInteger(v)) ||
+  typeof v === 'bigint';
+
+/**
+ * A row the store wrote: any other (a finished row without its outcome, a state the store does
+ * not know because a CHECK was dropped, a column of another type after a bad migration) is
+ * refused with `RecordIntegrityError`: replaying it would hand the caller garbage as an outcome.
+ */
+function checkRow(row: Record<string, unknown>, table: string): Record<string, unknown> {
+  const text = (v: unknown) => typeof v === 'string';
+  const problem = !STATES.has(row.state)
+    ? 'an unknown state'
+    : ![row.key, row.fingerprint, row.token].every(text)
+      ? 'a key, fingerprint or token that is not text'
+      : ![row.lease_expires_at, row.expires_at, row.created_at].every(isTime)
+        ? 'a time that is not a whole number of ms'
+        : !(row.completed_at == null || isTime(row.completed_at))
+          ? 'a completion time that is not a whole number of ms'
+          : row.state !== 'in_progress' && !text(row.outcome)
+            ? 'a finished state without its outcome'
+            : ![row.outcome, row.tool_name, row.scope, row.turn_id].every(
+                  (v) => v == null || text(v),
+                )
+              ? 'an outcome or meta that is not text'
+              : undefined;
+  if (problem === undefined) return row;
+  const key = String(row.key);
+  throw new RecordIntegrityError({
+    key,
+    reason: 'corrupt',
+    message: `The PostgreSQL idempotency store found a row it did not write in ${table} (key ${JSON.stringify(key)}: ${problem}). It was not replayed and the tool did not run. Inspect the row and delete it (DELETE FROM ${table} WHERE key = ...), then retry the call; check that nothing else writes to the table.`,
+  });
 }
 
 function toRecord(row: Record<string, unknown>): IdempotencyRecord {
@@ -386,13 +460,16 @@ export class PostgresStore implements IdempotencyStore {
     const pending = this.#claiming.get(input.key);
     const shared = pending === undefined ? undefined : await pending.catch(() => undefined);
     if (shared !== undefined && shared.acquired !== true && shared.state !== 'in_progress') {
-      const record = toRecord(shared);
+      const record = toRecord(checkRow(shared, this.names.qualified));
       return record.fingerprint !== input.fingerprint
         ? { status: 'drift', record }
         : { status: 'completed', record };
     }
     for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
-      const sent = this.#run('claim', this.#sql.claim, values, input.key).then((r) => r.rows[0]);
+      // The row this claim acquired or renewed comes first; else the live row.
+      const sent = this.#run('claim', this.#sql.claim, values, input.key).then(
+        (r) => r.rows.find((row) => row.acquired === true) ?? r.rows[0],
+      );
       if (!this.#claiming.has(input.key)) {
         this.#claiming.set(input.key, sent);
         const forget = () => {
@@ -402,10 +479,19 @@ export class PostgresStore implements IdempotencyStore {
       }
       const row = await sent;
       if (row === undefined) continue;
-      const record = toRecord(row);
+      const record = toRecord(checkRow(row, this.names.qualified));
       if (row.acquired === true) return { status: 'acquired', token: input.token, record };
       if (record.fingerprint !== input.fingerprint) return { status: 'drift', record };
       if (record.state !== 'in_progress') return { status: 'completed', record };
+      if (record.token === input.token) {
+        // This attempt's own claim, sent again (the connection dropped after the first
+        // committed): it owns the record as stored. Had its lease run out, the statement would
+        // have renewed it (acquired above) unless a takeover won meanwhile: read again.
+        if (record.leaseExpiresAt > Number(row.now)) {
+          return { status: 'acquired', token: input.token, record };
+        }
+        continue;
+      }
       this.#remember(record.key, record.token);
       if (record.leaseExpiresAt <= Number(row.now)) return { status: 'stale', record };
       return { status: 'in_progress', record };
@@ -446,7 +532,7 @@ export class PostgresStore implements IdempotencyStore {
   async get(key: string): Promise<IdempotencyRecord | undefined> {
     if (!storable(key)) return undefined;
     const row = (await this.#run('get', this.#sql.get, [key], key)).rows[0];
-    return row === undefined ? undefined : toRecord(row);
+    return row === undefined ? undefined : toRecord(checkRow(row, this.names.qualified));
   }
 
   /** Delete expired records in batches of `purgeBatchSize`. Returns how many were removed. */
@@ -524,7 +610,7 @@ GROUP BY clock.ms`;
     };
   }
 
-  /** Wake every waiter and give back the `LISTEN` connection. Never ends your pool or client. */
+  /** Wake every waiter and end the store's own `LISTEN` connection. Never ends your pool or client. */
   async close(): Promise<void> {
     await this.#changes.close();
   }

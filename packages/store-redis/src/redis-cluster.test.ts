@@ -57,6 +57,9 @@ describe.skipIf(!binaries)('redis store on a 3-master Redis Cluster', () => {
     clock: 'real',
     createStore: () => createRedisStore(cluster, { prefix: testPrefix('cluster') }),
     raw: { count: (store) => countKeys(cluster, store.prefix) },
+    corruptRecord: async (store, key) => {
+      await cluster.set(`${store.prefix}{${key}}`, 'not a record', 'PX', 120_000);
+    },
   });
 
   const claimInput = (key: string) => ({

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   createIdempotency,
   InvalidInputError,
+  RecordIntegrityError,
   StoreUnavailableError,
 } from '@idempotent-tools/core';
 import {
@@ -60,6 +61,9 @@ runStoreConformance({
   clock: 'real',
   createStore: () => newStore(),
   raw: { count: (store) => countKeys(redis, store.prefix) },
+  corruptRecord: async (store, key) => {
+    await redis.set(`${store.prefix}{${key}}`, 'not a record', 'PX', 120_000);
+  },
 });
 
 describe.skipIf(!up)('redis store: options', () => {
@@ -317,17 +321,50 @@ describe.skipIf(!up)('redis store: layout and round trips', () => {
     });
   });
 
-  test('a key holding something else fails with store_unavailable, not a crash', async () => {
+  test('a value the store cannot read is a RecordIntegrityError (corrupt), never store_unavailable: fail-open does not run the tool', async () => {
     const store = newStore();
-    const key = uniqueKey('wrongtype');
-    await redis.set(`${store.prefix}{${key}}`, 'not a record');
-    await expect(store.claim(claimInput(key))).rejects.toMatchObject({ code: 'store_unavailable' });
-    await redis.set(`${store.prefix}{${key}}`, 'P\tnot a record');
-    await expect(store.claim(claimInput(key))).rejects.toMatchObject({ code: 'store_unavailable' });
-    expect(await redis.get(`${store.prefix}{${key}}`)).toBe('P\tnot a record');
-    await redis.del(`${store.prefix}{${key}}`);
-    await redis.hset(`${store.prefix}{${key}}`, 'state', 'completed');
-    await expect(store.claim(claimInput(key))).rejects.toMatchObject({ code: 'store_unavailable' });
+    const idempotency = createIdempotency({ store, onStoreUnavailable: 'fail-open' });
+    const corrupt: Array<[string, (raw: string) => Promise<unknown>]> = [
+      ['garbage', (raw) => redis.set(raw, 'not a record')],
+      ['a cut header', (raw) => redis.set(raw, 'P\tnot a record')],
+      [
+        'a finished header with letters for times',
+        (raw) => redis.set(raw, 'C\tx\ty\tz\tw\ttok\tfp\t\n{}'),
+      ],
+      [
+        'meta that is not JSON',
+        (raw) => redis.set(raw, 'C\t1\t9999999999999\t1\t1\ttok\tfp\t{oops\n{}'),
+      ],
+      ['a hash', (raw) => redis.hset(raw, 'state', 'completed')],
+    ];
+    for (const [label, write] of corrupt) {
+      const key = uniqueKey('corrupt');
+      const raw = `${store.prefix}{${key}}`;
+      await write(raw);
+      for (const op of [() => store.claim(claimInput(key)), () => store.get(key)]) {
+        const error = await op().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(RecordIntegrityError.isInstance(error), label).toBe(true);
+        expect((error as RecordIntegrityError).reason).toBe('corrupt');
+        expect((error as Error).message).toContain(raw);
+      }
+      // Through the executor with fail-open: the call fails, the tool never runs.
+      let runs = 0;
+      const call = { toolName: 't', turnId: uniqueKey('turn'), args: {} };
+      const key2 = idempotency.keyOf(call).key;
+      await write(`${store.prefix}{${key2}}`);
+      const error = await idempotency
+        .run(call, () => ++runs)
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(RecordIntegrityError.isInstance(error), label).toBe(true);
+      expect(runs).toBe(0);
+      await redis.del(`${store.prefix}{${key2}}`);
+    }
   });
 });
 

@@ -16,6 +16,7 @@ import {
   type ListedRecord,
   type ListFilter,
   matchesFilter,
+  RecordIntegrityError,
   type RecordMeta,
   type RecordPage,
   type StatsFilter,
@@ -103,7 +104,12 @@ function toRecord(key: string, value: unknown, headerOnly = false): IdempotencyR
   const end = text.indexOf('\n');
   const fields = (end < 0 ? '' : text.slice(0, end)).split('\t');
   const state = STATES[fields[0] as keyof typeof STATES];
-  if (state === undefined || fields.length !== 8) {
+  if (
+    state === undefined ||
+    fields.length !== 8 ||
+    !fields.slice(1, 4).every((f) => TIME.test(f)) ||
+    (state === 'in_progress' ? fields[4] !== '' : !TIME.test(fields[4]!))
+  ) {
     throw new Error(`the value at ${key} is not a record of this store`);
   }
   const record: IdempotencyRecord = {
@@ -119,8 +125,20 @@ function toRecord(key: string, value: unknown, headerOnly = false): IdempotencyR
     record.completedAt = Number(fields[4]);
     if (!headerOnly) record.outcome = text.slice(end + 1);
   }
-  if (fields[7] !== '') record.meta = JSON.parse(fields[7]!) as RecordMeta;
+  if (fields[7] !== '') record.meta = toMeta(fields[7]!);
   return record;
+}
+
+/** Milliseconds in a record header. */
+const TIME = /^\d{1,16}$/;
+
+/** The meta JSON of a record header (an object), else it is not a record. */
+function toMeta(json: string): RecordMeta {
+  const parsed = JSON.parse(json) as unknown;
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new Error('the meta of the record is not a JSON object');
+  }
+  return parsed as RecordMeta;
 }
 
 /** A copy of the meta a claim stores (what reading it back would give). */
@@ -301,6 +319,9 @@ export class RedisStore implements IdempotencyStore {
     const record = this.#decode(key, value);
     if (record.fingerprint !== fingerprint) return { status: 'drift', record };
     if (record.state !== 'in_progress') return { status: 'completed', record };
+    // This attempt's own claim, sent again (the reply of the first was lost, or ioredis re-sent
+    // it after a reconnect): it owns the record (the script renewed a lease that ran out).
+    if (record.token === token) return { status: 'acquired', token, record };
     return record.leaseExpiresAt <= now
       ? { status: 'stale', record }
       : { status: 'in_progress', record };
@@ -559,6 +580,10 @@ export class RedisStore implements IdempotencyStore {
     try {
       return await runScript(this.#redis, script, keys, args);
     } catch (cause) {
+      // Another type of value under the record's key (a hash, a list): not a record of ours.
+      if (cause instanceof Error && /\bWRONGTYPE\b/.test(cause.message)) {
+        throw this.#corrupt(what, key, cause);
+      }
       throw this.#unavailable(what, key, cause);
     }
   }
@@ -567,8 +592,24 @@ export class RedisStore implements IdempotencyStore {
     try {
       return toRecord(key, value);
     } catch (cause) {
-      throw this.#unavailable('decode', key, cause);
+      throw this.#corrupt('decode', key, cause);
     }
+  }
+
+  /**
+   * The value under a record's key is not a record this store wrote. Redis answered, so this is
+   * no outage (never `StoreUnavailableError`, which `onStoreUnavailable: 'fail-open'` would run
+   * the tool unguarded on): the call fails, nothing runs, until someone looks at the value.
+   */
+  #corrupt(what: string, key: string, cause: unknown): RecordIntegrityError {
+    const raw = `${clientKeyPrefix(this.#redis)}${this.#recordKey(key)}`;
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    return new RecordIntegrityError({
+      key,
+      cause,
+      reason: 'corrupt',
+      message: `The Redis idempotency store found a value at ${JSON.stringify(raw)} that is not a record of this store (${what}: ${reason}). It was not replayed and the tool did not run. Inspect it (GET / TYPE ${JSON.stringify(raw)}) and delete it (DEL), then retry the call; check that nothing else writes under the store's prefix ${JSON.stringify(this.prefix)}.`,
+    });
   }
 
   #unavailable(what: string, key: string | undefined, cause: unknown): StoreUnavailableError {

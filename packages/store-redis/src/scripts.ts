@@ -45,13 +45,16 @@ elseif ARGV[${mode}] == 'c' then
 end
 `;
 
-/**
- * Fence: the record is live, `in_progress` and owned by ARGV[1]. Returns 0 otherwise. Leaves
- * `lease`, `expires`, `created` (strings) and `rest` (fingerprint TAB meta) for the script.
- */
-const FENCE = `local v = redis.call('GET', KEYS[1])
+/** The record's value, or return 0 when there is none. */
+const VALUE = `local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
-local lease, expires, created, token, rest =
+`;
+
+/**
+ * Fence: the record in `v` is live, `in_progress` and owned by ARGV[1]. Returns 0 otherwise.
+ * Leaves `lease`, `expires`, `created` (strings) and `rest` (fingerprint TAB meta) for the script.
+ */
+const FENCE = `local lease, expires, created, token, rest =
   string.match(v, '^P\\t(%d+)\\t(%d+)\\t(%d+)\\t\\t([^\\t\\n]*)\\t([^\\n]*)\\n')
 if token ~= ARGV[1] or tonumber(expires) <= now then return 0 end
 `;
@@ -61,42 +64,82 @@ if token ~= ARGV[1] or tonumber(expires) <= now then return 0 end
  * Returns the value (a string) when the record is finished: the key exists, so it is live. An
  * `in_progress` record: { now, value }. Acquired: now (an integer); the new record is
  * `P now+lease now+max(ttl, lease) now` with the input's fields.
+ *
+ * The claim sent again by its own attempt (same token and fingerprint: the reply of the first was
+ * lost, or the client re-sent it after a reconnect) finds its own `in_progress` record and gets
+ * { now, value } too: the client answers `acquired`. If that record's lease ran out meanwhile,
+ * the script renews it first (as `renew` would: nobody took over), so the owner gets a live lease.
  */
 const CLAIM = `local v = redis.call('GET', KEYS[1])
 if v and string.byte(v, 1) ~= 80 then return v end
-${NOW}if v then
-  local e = tonumber(string.match(v, '^P\\t%d+\\t(%d+)\\t'))
-  if e == nil or e > now then return { now, v } end
+${NOW}${MS}if v then
+  local l, e, created, tail = string.match(v, '^P\\t(%d+)\\t(%d+)\\t(%d+)(\\t\\t[^\\n]*\\n)')
+  if e == nil then return { now, v } end
+  e = tonumber(e)
+  if e > now then
+    if tonumber(l) <= now then
+      local token, fingerprint = string.match(tail, '^\\t\\t([^\\t\\n]*)\\t([^\\t\\n]*)\\t')
+      if token == ARGV[2] and fingerprint == ARGV[1] then
+        local lease = now + tonumber(ARGV[3])
+        e = math.max(e, lease)
+        v = 'P\\t' .. ms(lease) .. '\\t' .. ms(e) .. '\\t' .. created .. tail
+        redis.call('SET', KEYS[1], v, 'PXAT', ms(e))
+      end
+    end
+    return { now, v }
+  end
 end
-${MS}local lease = tonumber(ARGV[3])
+local lease = tonumber(ARGV[3])
 local expires = now + math.max(tonumber(ARGV[4]), lease)
 redis.call('SET', KEYS[1], 'P\\t' .. ms(now + lease) .. '\\t' .. ms(expires) .. '\\t' .. ms(now) ..
   '\\t\\t' .. ARGV[2] .. '\\t' .. ARGV[1] .. '\\t' .. ARGV[5] .. '\\n', 'PXAT', ms(expires))
 return now
 `;
 
-/** KEYS: record, channel. ARGV: token, state letter (C/F), outcome, ttlMs, notify mode, channel. */
-const COMPLETE = `${NOW}${FENCE}${MS}local e = now + tonumber(ARGV[4])
+/**
+ * KEYS: record, channel. ARGV: token, state letter (C/F), outcome, ttlMs, notify mode, channel.
+ * A record already finished by this token with this state and outcome (the same complete sent
+ * again: its reply was lost) answers 1 and changes nothing; any other finished record 0.
+ */
+const COMPLETE = `${NOW}${VALUE}if string.byte(v, 1) ~= 80 then
+  local s, e, token, at = string.match(v, '^([CF])\\t%d+\\t(%d+)\\t%d+\\t%d+\\t([^\\t\\n]*)\\t[^\\n]*\\n()')
+  if s == ARGV[2] and token == ARGV[1] and tonumber(e) > now and #v - at + 1 == #ARGV[3] and
+    string.sub(v, at) == ARGV[3] then
+    return 1
+  end
+  return 0
+end
+${FENCE}${MS}local e = now + tonumber(ARGV[4])
 redis.call('SET', KEYS[1], ARGV[2] .. '\\t' .. lease .. '\\t' .. ms(e) .. '\\t' .. created .. '\\t' ..
   ms(now) .. '\\t' .. token .. '\\t' .. rest .. '\\n' .. ARGV[3], 'PXAT', ms(e))
 ${notify(5)}return 1
 `;
 
 /** KEYS: record, channel. ARGV: token, notify mode, channel. */
-const RELEASE = `${NOW}${FENCE}redis.call('DEL', KEYS[1])
+const RELEASE = `${NOW}${VALUE}${FENCE}redis.call('DEL', KEYS[1])
 ${notify(2)}return 1
 `;
 
 /** KEYS: record. ARGV: token, leaseMs. The retention grows to cover the lease if needed. */
-const RENEW = `${NOW}${FENCE}${MS}local l = now + tonumber(ARGV[2])
+const RENEW = `${NOW}${VALUE}${FENCE}${MS}local l = now + tonumber(ARGV[2])
 local e = math.max(tonumber(expires), l)
 redis.call('SET', KEYS[1], 'P\\t' .. ms(l) .. '\\t' .. ms(e) .. '\\t' .. created .. '\\t\\t' .. token ..
   '\\t' .. rest .. '\\n', 'PXAT', ms(e))
 return 1
 `;
 
-/** KEYS: record. ARGV: stale token, new token (escaped), leaseMs, ttlMs. Only once the lease ran out. */
-const TAKEOVER = `${NOW}${FENCE}if tonumber(lease) > now then return 0 end
+/**
+ * KEYS: record. ARGV: stale token, new token (both escaped), leaseMs, ttlMs. Only once the lease
+ * ran out. A record already `in_progress` under the new token (the same takeover sent again: its
+ * reply was lost) answers 1 and changes nothing.
+ */
+const TAKEOVER = `${NOW}${VALUE}local lease, expires, created, token, rest =
+  string.match(v, '^P\\t(%d+)\\t(%d+)\\t(%d+)\\t\\t([^\\t\\n]*)\\t([^\\n]*)\\n')
+if token == nil or tonumber(expires) <= now then return 0 end
+if token ~= ARGV[1] or tonumber(lease) > now then
+  if token == ARGV[2] and token ~= ARGV[1] then return 1 end
+  return 0
+end
 ${MS}local l = tonumber(ARGV[3])
 local e = now + math.max(tonumber(ARGV[4]), l)
 redis.call('SET', KEYS[1], 'P\\t' .. ms(now + l) .. '\\t' .. ms(e) .. '\\t' .. created .. '\\t\\t' ..

@@ -11,6 +11,7 @@ import {
   createSqliteStore,
   InvalidInputError,
   openSqliteStore,
+  RecordIntegrityError,
   type SqliteDatabaseLike,
   type SqliteStore,
   StoreUnavailableError,
@@ -26,6 +27,37 @@ function countRows(store: SqliteStore): Promise<number> {
   const row = store.database.prepare(`SELECT count(*) AS n FROM "${store.table}"`).get();
   return Promise.resolve(Number((row as { n: number | bigint }).n));
 }
+
+/** Far in the future on every clock the tests use: a row that never expires during a test. */
+const FAR = 8_000_000_000_000;
+
+/**
+ * Write a row under `key` with the raw connection: the store's columns, `values` overriding a
+ * live completed row (whose outcome is missing unless given).
+ */
+function writeRow(store: SqliteStore, key: string, values: Record<string, unknown> = {}): void {
+  const row: Record<string, unknown> = {
+    key,
+    state: 'completed',
+    fingerprint: 'fp',
+    token: 'tok',
+    lease_expires_at: 0,
+    expires_at: FAR,
+    created_at: 0,
+    completed_at: 0,
+    outcome: null,
+    ...values,
+  };
+  const columns = Object.keys(row);
+  store.database
+    .prepare(
+      `INSERT OR REPLACE INTO "${store.table}" (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+    )
+    .run(...(Object.values(row) as never[]));
+}
+
+/** A finished row without its outcome: the store cannot replay it. */
+const corruptRecord = async (store: SqliteStore, key: string) => writeRow(store, key);
 
 // node:sqlite and better-sqlite3 link separate copies of SQLite: within one process they must
 // not open the same file (their POSIX locks do not see each other), so each driver has its own.
@@ -51,6 +83,7 @@ for (const clock of ['virtual', 'real'] as const) {
     createStore: ({ clock: c }) =>
       openSqliteStore(nodeFile, { table: table(), ...(clock === 'virtual' ? { now: c.now } : {}) }),
     raw: { count: countRows },
+    corruptRecord,
   });
 
   runStoreConformance({
@@ -62,6 +95,7 @@ for (const clock of ['virtual', 'real'] as const) {
     createStore: ({ clock: c }) => betterStore(clock === 'virtual' ? c.now : undefined),
     destroyStore: destroyBetter,
     raw: { count: countRows },
+    corruptRecord,
   });
 }
 
@@ -144,6 +178,45 @@ describe('createSqliteStore', () => {
         expect((await store.get(key))?.token).toBe('theirs');
       }
       expect((await store.get('done'))?.outcome).toBe('"their outcome"');
+    }
+  });
+
+  test('a row the store did not write is a RecordIntegrityError (corrupt), never replayed and never store_unavailable', async () => {
+    for (const db of [new DatabaseSync(':memory:'), new Database(':memory:')]) {
+      const store = createSqliteStore(db);
+      const idempotency = createIdempotency({ store, onStoreUnavailable: 'fail-open' });
+      const rows: Array<[string, Record<string, unknown>]> = [
+        ['a finished row without outcome', {}],
+        ['a failed row without outcome', { state: 'failed' }],
+        ['an unknown state', { state: 'done', outcome: '{"v":1}' }],
+        ['a time that is text', { expires_at: 'tomorrow', outcome: '{"v":1}' }],
+        ['a fractional time', { lease_expires_at: 1.5, state: 'in_progress', outcome: null }],
+        ['a token that is a blob', { token: new Uint8Array([1, 2]), outcome: '{"v":1}' }],
+        ['an outcome that is a blob', { outcome: new Uint8Array([123, 125]) }],
+      ];
+      for (const [label, values] of rows) {
+        const call = { toolName: 't', turnId: `turn-${randomUUID()}`, args: {} };
+        const { key } = idempotency.keyOf(call);
+        writeRow(store, key, values);
+        for (const op of [() => store.claim(claimInput(key)), () => store.get(key)]) {
+          const error = await op().then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(RecordIntegrityError.isInstance(error), label).toBe(true);
+          expect((error as RecordIntegrityError).reason).toBe('corrupt');
+        }
+        let runs = 0;
+        const error = await idempotency
+          .run(call, () => ++runs)
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+        expect(RecordIntegrityError.isInstance(error), label).toBe(true);
+        expect(runs).toBe(0);
+      }
+      db.close();
     }
   });
 

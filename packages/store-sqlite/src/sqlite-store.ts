@@ -16,6 +16,7 @@ import {
   inspectionStateOf,
   type ListedRecord,
   type ListFilter,
+  RecordIntegrityError,
   type RecordPage,
   type StatsFilter,
   type StoreStats,
@@ -101,12 +102,58 @@ interface Row {
 }
 
 type Statements = Record<
-  'select' | 'insert' | 'complete' | 'release' | 'renew' | 'takeover' | 'purge' | 'sweep',
+  | 'select'
+  | 'insert'
+  | 'reclaim'
+  | 'complete'
+  | 'completed'
+  | 'release'
+  | 'renew'
+  | 'takeover'
+  | 'takenOver'
+  | 'purge'
+  | 'sweep',
   Statement
 >;
 
 /** In-process wake-ups, shared by every store of this module on one file and table. */
 const channels = new Map<string, Set<() => void>>();
+
+const STATES: ReadonlySet<unknown> = new Set(['in_progress', 'completed', 'failed']);
+const isTime = (v: unknown): boolean =>
+  typeof v === 'bigint' || (typeof v === 'number' && Number.isSafeInteger(v));
+const isText = (v: unknown): boolean => typeof v === 'string';
+const isOptionalText = (v: unknown): boolean => v === null || typeof v === 'string';
+
+/**
+ * A row the store wrote: any other (a state it does not know, a time that is not an integer, a
+ * finished row without its outcome, a blob where text belongs) is refused with
+ * `RecordIntegrityError`. SQLite keeps whatever a stray writer puts in a column; replaying it
+ * would hand the caller somebody's garbage as an outcome.
+ */
+function checkRow(row: Row, table: string): Row {
+  const finished = row.state !== 'in_progress';
+  const problem = !STATES.has(row.state)
+    ? 'an unknown state'
+    : ![row.key, row.fingerprint, row.token].every(isText)
+      ? 'a key, fingerprint or token that is not text'
+      : ![row.lease_expires_at, row.expires_at, row.created_at].every(isTime)
+        ? 'a time that is not a whole number of ms'
+        : !(row.completed_at === null || isTime(row.completed_at))
+          ? 'a completion time that is not a whole number of ms'
+          : finished && !isText(row.outcome)
+            ? 'a finished state without its outcome'
+            : ![row.outcome, row.tool_name, row.scope, row.turn_id].every(isOptionalText)
+              ? 'an outcome or meta that is not text'
+              : undefined;
+  if (problem === undefined) return row;
+  const key = typeof row.key === 'string' ? row.key : String(row.key);
+  throw new RecordIntegrityError({
+    key,
+    reason: 'corrupt',
+    message: `The SQLite idempotency store found a row it did not write in table ${table} (key ${JSON.stringify(key)}: ${problem}). It was not replayed and the tool did not run. Inspect the row and delete it (DELETE FROM "${table}" WHERE key = ...), then retry the call; check that nothing else writes to the table.`,
+  });
+}
 
 function toRecord(row: Row): IdempotencyRecord {
   const record: IdempotencyRecord = {
@@ -316,9 +363,26 @@ export class SqliteStore implements IdempotencyStore {
         const now = this.#now();
         const row = select.get(input.key, now) as Row | undefined;
         if (row !== undefined) {
-          const record = toRecord(row);
+          const record = toRecord(checkRow(row, this.table));
           if (record.fingerprint !== input.fingerprint) return { status: 'drift', record };
           if (record.state !== 'in_progress') return { status: 'completed', record };
+          if (record.token === input.token) {
+            // This attempt's own claim, sent again (its first answer was lost): it owns the
+            // record. A lease that ran out meanwhile is renewed (fenced: unless taken over).
+            if (record.leaseExpiresAt > now)
+              return { status: 'acquired', token: input.token, record };
+            const renewed = this.#prepared().reclaim.get(
+              now + input.leaseMs,
+              now + input.leaseMs,
+              input.key,
+              input.token,
+              now,
+            ) as Row | undefined;
+            if (renewed !== undefined) {
+              return { status: 'acquired', token: input.token, record: toRecord(renewed) };
+            }
+            continue; // taken over meanwhile: read again
+          }
           if (record.leaseExpiresAt <= now) return { status: 'stale', record };
           return { status: 'in_progress', record };
         }
@@ -356,7 +420,18 @@ export class SqliteStore implements IdempotencyStore {
         input.token,
         now,
       );
-      if (Number(changes) === 0) return false;
+      if (Number(changes) === 0) {
+        // The same complete sent again (its first answer was lost): already stored by this
+        // token with this state and outcome, so accepted, and nothing changes.
+        const again = this.#prepared().completed.get(
+          input.key,
+          input.token,
+          input.state,
+          input.outcome,
+          now,
+        );
+        return again !== undefined;
+      }
       this.#notify(input.key);
       this.#wrote(now);
       return true;
@@ -392,14 +467,17 @@ export class SqliteStore implements IdempotencyStore {
         now,
         now,
       );
-      return Number(changes) > 0;
+      if (Number(changes) > 0) return true;
+      // The same takeover sent again (its first answer was lost): the new token owns the record.
+      if (input.token === input.staleToken) return false;
+      return this.#prepared().takenOver.get(input.key, input.token, now) !== undefined;
     });
   }
 
   async get(key: string): Promise<IdempotencyRecord | undefined> {
     return this.#engine('get', () => {
       const row = this.#prepared().select.get(key, this.#now()) as Row | undefined;
-      return row === undefined ? undefined : toRecord(row);
+      return row === undefined ? undefined : toRecord(checkRow(row, this.table));
     });
   }
 
@@ -555,8 +633,16 @@ export class SqliteStore implements IdempotencyStore {
          WHERE ${t}.expires_at <= ?
          RETURNING ${COLUMNS}`,
       ),
+      reclaim: db.prepare(
+        `UPDATE ${t} SET lease_expires_at = ?, expires_at = max(expires_at, ?) WHERE ${fenced}
+         RETURNING ${COLUMNS}`,
+      ),
       complete: db.prepare(
         `UPDATE ${t} SET state = ?, outcome = ?, completed_at = ?, expires_at = ? WHERE ${fenced}`,
+      ),
+      completed: db.prepare(
+        `SELECT 1 AS found FROM ${t} WHERE key = ? AND token = ? AND state = ? AND outcome = ?
+           AND expires_at > ?`,
       ),
       release: db.prepare(`DELETE FROM ${t} WHERE ${fenced}`),
       renew: db.prepare(
@@ -565,6 +651,10 @@ export class SqliteStore implements IdempotencyStore {
       takeover: db.prepare(
         `UPDATE ${t} SET token = ?, lease_expires_at = ?, expires_at = ?
          WHERE key = ? AND token = ? AND state = 'in_progress' AND lease_expires_at <= ? AND expires_at > ?`,
+      ),
+      takenOver: db.prepare(
+        `SELECT 1 AS found FROM ${t} WHERE key = ? AND token = ? AND state = 'in_progress'
+           AND expires_at > ?`,
       ),
       purge: db.prepare(`DELETE FROM ${t} WHERE expires_at <= ?`),
       sweep: db.prepare(
