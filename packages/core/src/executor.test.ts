@@ -761,3 +761,26 @@ describe('identities that identify nothing (issue 16, finding 11)', () => {
     expect(fn).not.toHaveBeenCalled();
   });
 });
+
+describe('waiting leaves nothing behind (issue 16, finding 8)', () => {
+  test('500 waiters woken by the holder keep no timer of their waits', async () => {
+    const { idempotency } = setup();
+    const timers = () =>
+      process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const before = timers();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const fn = async () => {
+      await gate;
+      return 'done';
+    };
+    const holder = idempotency.run(call(), fn);
+    const waiters = Array.from({ length: 500 }, () => idempotency.run(call(), fn));
+    await sleep(100); // every waiter is waiting (a lease-long wait after its capped first one)
+    release();
+    const results = await Promise.all([holder, ...waiters]);
+    expect(results.filter((r) => r.outcome === 'waited')).toHaveLength(500);
+    // Woken by this process: both the local wait's timer and the store's are gone.
+    expect(timers() - before).toBeLessThan(20);
+  });
+});

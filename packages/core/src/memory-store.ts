@@ -184,7 +184,8 @@ export class MemoryStore implements IdempotencyStore {
     return record === undefined ? undefined : copy(record);
   }
 
-  waitForChange(key: string, timeoutMs: number): Promise<void> {
+  waitForChange(key: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       let set = this.#waiters.get(key);
       if (set === undefined) {
@@ -194,11 +195,13 @@ export class MemoryStore implements IdempotencyStore {
       const waiters = set;
       const done = () => {
         clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
         waiters.delete(done);
         if (waiters.size === 0 && this.#waiters.get(key) === waiters) this.#waiters.delete(key);
         resolve();
       };
       const timer = setTimeout(done, timeoutMs);
+      signal?.addEventListener('abort', done, { once: true });
       waiters.add(done);
     });
   }

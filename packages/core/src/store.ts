@@ -167,9 +167,11 @@ export interface IdempotencyStore {
    * Resolve when the record at `key` may have changed (completed, released, deleted), or after
    * `timeoutMs`, whichever comes first. Optional: a store that cannot wake waiters promptly on a
    * change leaves it out (the conformance suite checks prompt wake-ups), and the executor then
-   * polls adaptively; it re-claims after every wake-up either way.
+   * polls adaptively; it re-claims after every wake-up either way. When `signal` aborts (the
+   * waiter was woken another way), resolve at once and keep nothing of the wait: no timer, no
+   * subscription of its own.
    */
-  waitForChange?(key: string, timeoutMs: number): Promise<void>;
+  waitForChange?(key: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
   /** Delete expired records now. Returns how many were removed. */
   purgeExpired?(): Promise<number>;
   /**

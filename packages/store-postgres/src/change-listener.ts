@@ -106,9 +106,14 @@ export class ChangeListener {
    * calls `changedAlready` (true: resolve now): a change that committed before `LISTEN` was
    * active sent no notification this connection could hear. Never rejects.
    */
-  wait(key: string, timeoutMs: number, changedAlready: () => Promise<boolean>): Promise<void> {
+  wait(
+    key: string,
+    timeoutMs: number,
+    changedAlready: () => Promise<boolean>,
+    signal?: AbortSignal,
+  ): Promise<void> {
     return new Promise((resolve) => {
-      if (this.#closed) {
+      if (this.#closed || signal?.aborted) {
         resolve();
         return;
       }
@@ -123,11 +128,13 @@ export class ChangeListener {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
         waiters.delete(done);
         if (waiters.size === 0 && this.#waiters.get(key) === waiters) this.#waiters.delete(key);
         resolve();
       };
       let timer = setTimeout(done, timeoutMs);
+      signal?.addEventListener('abort', done, { once: true });
       waiters.add(done);
       if (this.#source === undefined) return;
       const deadline = performance.now() + timeoutMs;

@@ -356,7 +356,7 @@ export class PostgresStore implements IdempotencyStore {
    * Never rejects. Absent when the store cannot listen (`notifications: false`, or a client with
    * `query` only): the executor then polls with claims.
    */
-  readonly waitForChange?: (key: string, timeoutMs: number) => Promise<void>;
+  readonly waitForChange?: (key: string, timeoutMs: number, signal?: AbortSignal) => Promise<void>;
 
   readonly #db: PgQueryable;
   readonly #sql: ReturnType<typeof buildStatements>;
@@ -412,8 +412,8 @@ export class PostgresStore implements IdempotencyStore {
     this.#changes = new ChangeListener(listenSource, channel);
     this.capabilities = { notifiesChanges: listenSource !== undefined, durable: true };
     if (listenSource !== undefined) {
-      this.waitForChange = (key, timeoutMs) =>
-        this.#changes.wait(key, timeoutMs, () => this.#changedSinceClaim(key));
+      this.waitForChange = (key, timeoutMs, signal) =>
+        this.#changes.wait(key, timeoutMs, () => this.#changedSinceClaim(key), signal);
     }
   }
 

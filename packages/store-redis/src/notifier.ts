@@ -36,8 +36,9 @@ export class Notifier {
     this.#options = options;
   }
 
-  wait(key: string, channel: string, timeoutMs: number): Promise<void> {
+  wait(key: string, channel: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
     const { maxWaitMs, settled } = this.#options;
+    if (signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       if (this.#closed) {
         setTimeout(resolve, timeoutMs);
@@ -47,6 +48,7 @@ export class Notifier {
       const timers: NodeJS.Timeout[] = [];
       const done = () => {
         for (const timer of timers) clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
         if (!entry.waiters.delete(done)) return;
         if (entry.waiters.size === 0 && this.#entries.get(channel) === entry) {
           this.#entries.delete(channel);
@@ -55,6 +57,7 @@ export class Notifier {
         resolve();
       };
       entry.waiters.add(done);
+      signal?.addEventListener('abort', done, { once: true });
       timers.push(setTimeout(done, Math.min(timeoutMs, maxWaitMs)));
       entry.subscribed.then((ok) => {
         if (!entry.waiters.has(done)) return;

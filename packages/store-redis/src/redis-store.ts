@@ -200,7 +200,7 @@ export class RedisStore implements IdempotencyStore {
   /** The prefix of every record key: records live at `<prefix>{<key>}`. */
   readonly prefix: string;
   /** Present unless `notifications: 'off'`. */
-  readonly waitForChange?: (key: string, timeoutMs: number) => Promise<void>;
+  readonly waitForChange?: (key: string, timeoutMs: number, signal?: AbortSignal) => Promise<void>;
 
   readonly #redis: RedisClient;
   readonly #mode: 's' | 'c' | '';
@@ -258,8 +258,8 @@ export class RedisStore implements IdempotencyStore {
         },
       });
       this.#notifier = notifier;
-      this.waitForChange = (key, timeoutMs) =>
-        notifier.wait(key, this.#channel(key), Math.max(0, timeoutMs));
+      this.waitForChange = (key, timeoutMs, signal) =>
+        notifier.wait(key, this.#channel(key), Math.max(0, timeoutMs), signal);
     }
   }
 

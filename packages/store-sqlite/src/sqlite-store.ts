@@ -485,8 +485,8 @@ export class SqliteStore implements IdempotencyStore {
    * Resolves when a store of this process completes or releases `key` in the same file and
    * table, or after `timeoutMs`. Other processes cannot notify: the executor polls meanwhile.
    */
-  waitForChange(key: string, timeoutMs: number): Promise<void> {
-    if (this.#closed) return Promise.resolve();
+  waitForChange(key: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (this.#closed || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const channel = this.#channel + key;
       let set = channels.get(channel);
@@ -497,12 +497,14 @@ export class SqliteStore implements IdempotencyStore {
       const waiters = set;
       const done = () => {
         clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
         waiters.delete(done);
         this.#waiters.delete(done);
         if (waiters.size === 0 && channels.get(channel) === waiters) channels.delete(channel);
         resolve();
       };
       const timer = setTimeout(done, timeoutMs);
+      signal?.addEventListener('abort', done, { once: true });
       waiters.add(done);
       this.#waiters.add(done);
     });

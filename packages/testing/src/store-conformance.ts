@@ -1378,6 +1378,30 @@ export function runStoreConformance<S extends IdempotencyStore>(
         },
       );
 
+      define(
+        'waitForChange (when present) resolves at once when its signal aborts and keeps no timer',
+        async ({ store }) => {
+          if (store.waitForChange === undefined) return;
+          const k = key();
+          await acquire(store, claimInput(k));
+          const timers = () =>
+            process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+          const before = timers();
+          const cancel = new AbortController();
+          const waits = Array.from({ length: 200 }, () =>
+            watch(store.waitForChange!(k, ms(60_000), cancel.signal)),
+          );
+          await sleep(ms(20));
+          cancel.abort();
+          for (const wait of waits) expect(await wait.settle(ms(5_000))).toBe('resolved');
+          // 200 waits that left their timers would leave 200 (or more) behind.
+          expect(timers() - before).toBeLessThan(20);
+          // An already aborted signal: resolved without waiting.
+          const late = watch(store.waitForChange(k, ms(60_000), cancel.signal));
+          expect(await late.settle(ms(5_000))).toBe('resolved');
+        },
+      );
+
       define('waitForChange (when present) does not hang after close', async ({ store }) => {
         if (store.waitForChange === undefined || store.close === undefined) return;
         const k = key();

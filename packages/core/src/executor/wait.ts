@@ -96,8 +96,8 @@ export function newWaitState(run: CallRun<unknown, unknown>): WaitState {
  * nothing), at the latest once per lease of ours; the store's clock decides staleness, so an
  * expiry that the local clock already sees as past falls back to the adaptive poll. The first
  * wait is capped: a change between the claim's answer and the waiters' registration is pushed
- * to nobody, and would otherwise cost a whole lease. The local wait's timer is cleared whichever
- * way the wait ends.
+ * to nobody, and would otherwise cost a whole lease. Whichever way the wait ends, the other wait
+ * is cancelled (its timer cleared; the store's through its `signal`).
  */
 export async function waitOnce(
   run: CallRun<unknown, unknown>,
@@ -114,11 +114,14 @@ export async function waitOnce(
       : Math.min(untilStale, run.policy.lease, run.waitedMs > 0 ? run.policy.lease : FIRST_WAIT_MS);
   const timeout = Math.max(1, Math.min(state.deadline - now, poll));
   const local = waiters.wait(run.key, timeout);
+  const cancel = new AbortController();
   try {
     if (store.waitForChange === undefined) await local.done;
-    else await Promise.race([local.done, store.waitForChange(run.key, timeout)]);
+    else await Promise.race([local.done, store.waitForChange(run.key, timeout, cancel.signal)]);
   } finally {
+    // Whichever woke first, the other wait keeps no timer (and no subscription) behind.
     local.cancel();
+    cancel.abort();
   }
   state.pollMs = Math.min(state.pollMs * 2, MAX_POLL_MS);
   run.waitedMs = Date.now() - run.startedAt;
