@@ -65,7 +65,7 @@ test('the crash matrix: killed at every step, each order is charged once and pai
     'checkout failed',
   ]);
   expect(searchDown?.agents[2]?.events).toEqual(['bank.transfer reconciled', 'checkout executed']);
-}, 60_000);
+}, 120_000);
 
 test('the negative control: without the key and the ledger, the same kills charge twice', async () => {
   const result = await main({

@@ -173,7 +173,9 @@ export async function main(options: MainOptions = {}): Promise<VendorPaymentsRes
         bankUrl: bank.url,
         turnId: `turn-${order}`,
         args,
-        lease: 300,
+        // Long enough that a live agent on a loaded machine keeps its claim (renewed every
+        // lease/3; it gives up a tenth early); a killed one is found stale after it.
+        lease: 2_000,
         ...(options.naive === true ? { naive: true } : {}),
       };
       say(`\n[${i + 1}/${SCENARIOS.length}] ${scenario.killAt ?? 'no kill'}: ${scenario.what}`);

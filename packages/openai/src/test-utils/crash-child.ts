@@ -12,7 +12,7 @@ const { CRASH_API, CRASH_MODE, CRASH_DB, CRASH_EFFECTS, CRASH_BASE_URL } = proce
 const die = () => process.kill(process.pid, 'SIGKILL');
 const idempotency = createIdempotency({
   store: openSqliteStore(CRASH_DB as string),
-  lease: 300,
+  lease: 1_000,
   onEvent: (event) => {
     const tool = event.toolName === 'create_ticket';
     if (CRASH_MODE === 'after-persist' && tool && event.outcome === 'executed') die();
