@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { fileURLToPath } from 'node:url';
 import {
   createIdempotency,
   type EventHandler,
@@ -23,47 +21,7 @@ import { serviceAvailable, uniqueKey } from '@idempotent-tools/testing';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-
-/** The real bin, run from source with tsx (no build needed), as a child process. */
-const here = dirname(fileURLToPath(import.meta.url));
-const BIN = join(here, 'bin.ts');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: readonly string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], {
-      cwd: dirname(here),
-      env: { ...process.env, IDEMPOTENT_TOOLS_STORE: '', NO_COLOR: '1', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** Run with `--json` and parse stdout. */
-async function cliJson<T = Record<string, unknown>>(args: readonly string[]): Promise<T> {
-  const run = await cli([...args, '--json']);
-  if (run.code !== 0) throw new Error(`exit ${run.code}: ${run.stderr}`);
-  return JSON.parse(run.stdout) as T;
-}
+import { cli, cliJson } from './test-utils/run-cli.js';
 
 const HOUR = 3_600_000;
 
@@ -435,7 +393,7 @@ describe('sqlite: store URL, purge, errors', () => {
   test('--help and --version exit 0', async () => {
     const help = await cli(['--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain('Exit codes: 0 ok, 1 not found (inspect), 2 usage');
+    expect(help.stdout).toContain('Exit codes: 0 ok, 1 not found (inspect, settle), 2 usage');
     const version = await cli(['--version']);
     expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
   });

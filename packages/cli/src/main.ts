@@ -3,12 +3,16 @@ import {
   type AuditEntry,
   type AuditStats,
   CALL_OUTCOMES,
+  createIdempotency,
+  type IdempotencyEvent,
+  type IdempotencyStore,
   INSPECTION_STATES,
   type InspectionState,
   InvalidInputError,
   inspectionStateOf,
   type ListedRecord,
   type ListFilter,
+  type Settlement,
   type StatsFilter,
   type StoreStats,
   StoreUnavailableError,
@@ -36,13 +40,16 @@ export interface CliIo {
   now?: () => number;
 }
 
-export const HELP = `idempotent-tools: inspect an idempotency store
+export const HELP = `idempotent-tools: inspect an idempotency store, settle a stuck record
 
 Usage:
   idempotent-tools inspect <key>    one record (and its audit trail when there is one)
   idempotent-tools list             live records (filter by tool, turn, scope, state)
   idempotent-tools stats            records by state; calls and replay rate from the audit log
   idempotent-tools purge --expired  delete expired records
+  idempotent-tools settle <key> (--value JSON | --released) --by WHO --reason WHY
+                                    decide a stale record (its attempt died): completed with
+                                    the outcome you found, or released so the call runs again
 
 Store (every command):
   --store URL          sqlite:PATH | redis://HOST:PORT[/DB] | rediss://... | postgres://USER@HOST:PORT/DB
@@ -59,9 +66,17 @@ list:     --tool NAME  --turn ID  --scope S  --state in_progress|stale|completed
           --limit N [50]  --cursor C (from the previous page)  --all (every page)
 stats:    --tool NAME  --turn ID  --scope S  --since DURATION (audit window) [24h]
 purge:    --expired (required)  --audit-retention DURATION (also delete older audit events)
+settle:   --value JSON (the outcome, replayed from then on) or --released (the call may run again)
+          --by WHO and --reason WHY (both required, kept in the audit trail)
+          --ttl DURATION (how long a settled outcome is kept) [24h]
+          Only a stale record (its lease ran out) is settled: a running attempt never is.
+          The 'settled' event is written to the audit table (--audit-table, created if missing)
+          in the store's database (SQLite, PostgreSQL); Redis keeps no audit log: the event is
+          printed on stderr as one JSON line. --value is refused on a store whose outcomes are
+          encrypted (the CLI has no keys): settle with idempotency.settle() from your code.
 
-Exit codes: 0 ok, 1 not found (inspect), 2 usage or bad URL, 3 store unreachable or not set up,
-4 unexpected error.
+Exit codes: 0 ok, 1 not found (inspect, settle), 2 usage or bad URL, 3 store unreachable or not
+set up, 4 unexpected error, 5 settle refused (the record is still running, or finished).
 `;
 
 const OPTIONS = {
@@ -85,6 +100,11 @@ const OPTIONS = {
   since: { type: 'string' },
   expired: { type: 'boolean' },
   'audit-retention': { type: 'string' },
+  value: { type: 'string' },
+  released: { type: 'boolean' },
+  by: { type: 'string' },
+  reason: { type: 'string' },
+  ttl: { type: 'string' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'];
@@ -95,7 +115,11 @@ const ALLOWED: Record<string, readonly string[]> = {
   list: [...COMMON, 'tool', 'turn', 'scope', 'state', 'limit', 'cursor', 'all'],
   stats: [...COMMON, 'tool', 'turn', 'scope', 'since'],
   purge: [...COMMON, 'expired', 'audit-retention'],
+  settle: [...COMMON, 'value', 'released', 'by', 'reason', 'ttl'],
 };
+
+const SETTLE_USAGE =
+  "idempotent-tools settle <key> (--value '<json>' | --released) --by WHO --reason WHY";
 
 const usage = (message: string) =>
   new CliError(EXIT.usage, `${message} See idempotent-tools --help.`);
@@ -137,13 +161,17 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     for (const name of Object.keys(values)) {
       if (!allowed.includes(name)) throw usage(`--${name} does not apply to ${command}.`);
     }
-    if (command === 'inspect' ? rest.length !== 1 : rest.length !== 0) {
+    const takesKey = command === 'inspect' || command === 'settle';
+    if (takesKey ? rest.length !== 1 : rest.length !== 0) {
       throw usage(
         command === 'inspect'
           ? 'inspect takes exactly one key: idempotent-tools inspect <key>.'
-          : `${command} takes no positional argument, got ${JSON.stringify(rest.join(' '))}.`,
+          : command === 'settle'
+            ? `settle takes exactly one key: ${SETTLE_USAGE}.`
+            : `${command} takes no positional argument, got ${JSON.stringify(rest.join(' '))}.`,
       );
     }
+    const settlement = command === 'settle' ? toSettlement(rest[0]!, values) : undefined;
     if (command === 'purge' && values.expired !== true) {
       throw usage('purge needs --expired: it only deletes records whose retention has passed.');
     }
@@ -155,8 +183,10 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     const timeoutMs = durationOption('--timeout', values.timeout) ?? 5000;
     const auditRetentionMs = durationOption('--audit-retention', values['audit-retention']);
     const sinceMs = durationOption('--since', values.since) ?? 24 * 3_600_000;
+    const ttlMs = durationOption('--ttl', values.ttl) ?? 24 * 3_600_000;
     const listFilter = command === 'list' ? toListFilter(values) : undefined;
 
+    const auditErrors: unknown[] = [];
     opened = await openStore(url, {
       table: values.table,
       schema: values.schema,
@@ -164,6 +194,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       auditTable: values['audit-table'],
       auditRetentionMs,
       timeoutMs,
+      ...(command === 'settle'
+        ? {
+            auditWrite: true,
+            onAuditError: (error: unknown) => auditErrors.push(error),
+          }
+        : {}),
     });
     const out = (value: unknown, text: string) =>
       io.stdout(json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
@@ -183,6 +219,10 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         return await list(opened, listFilter!, values.all === true, now, out);
       case 'stats':
         return await stats(opened, toStatsFilter(values), sinceMs, values.since, now, out);
+      case 'settle':
+        return await settle(opened, rest[0]!, settlement!, ttlMs, auditErrors, now, out, (text) =>
+          io.stderr(text),
+        );
       default:
         return await purge(opened, values['audit-retention'], out);
     }
@@ -217,6 +257,41 @@ function durationOption(option: string, text: string | undefined): number | unde
     );
   }
   return ms;
+}
+
+interface SettleRequest {
+  settlement: Settlement;
+  operator: { by: string; reason: string };
+}
+
+/** `settle`'s options, checked before the store is opened. */
+function toSettlement(key: string, values: Values): SettleRequest {
+  if (key.length > 1024)
+    throw usage(`The key is ${key.length} characters; keys have at most 1024.`);
+  const released = values.released === true;
+  if (released === (values.value !== undefined)) {
+    throw usage(
+      `settle needs exactly one of --value '<json>' (the outcome you found, replayed from then on) or --released (the call may run again): ${SETTLE_USAGE}.`,
+    );
+  }
+  const by = values.by?.trim() ?? '';
+  const reason = values.reason?.trim() ?? '';
+  if (by === '' || reason === '') {
+    throw usage(
+      `settle needs --by (who settles it) and --reason (why, e.g. what you checked), both kept in the audit trail: ${SETTLE_USAGE}.`,
+    );
+  }
+  const operator = { by: values.by!, reason: values.reason! };
+  if (released) return { settlement: { released: true }, operator };
+  let completed: unknown;
+  try {
+    completed = JSON.parse(values.value!);
+  } catch {
+    throw usage(
+      `--value must be JSON, the value the tool returned: e.g. --value '{"id":"ch_9"}' (a string is '"text"'), got ${JSON.stringify(values.value)}.`,
+    );
+  }
+  return { settlement: { completed }, operator };
 }
 
 function toStatsFilter(values: Values): StatsFilter {
@@ -318,7 +393,7 @@ async function inspect(
 
 function auditTable(events: readonly AuditEntry[]): string {
   return table(
-    ['ENDED', 'OUTCOME', 'DURATION', 'WAITED', 'ERROR', 'TURN'],
+    ['ENDED', 'OUTCOME', 'DURATION', 'WAITED', 'ERROR', 'TURN', 'OPERATOR'],
     events.map((e) => [
       isoTime(e.endedAt),
       e.outcome,
@@ -326,6 +401,9 @@ function auditTable(events: readonly AuditEntry[]): string {
       e.waitedMs === undefined ? '-' : duration(e.waitedMs),
       e.errorCode ?? '-',
       e.turnId ?? '-',
+      e.operator === undefined
+        ? '-'
+        : `${e.operator.action} by ${e.operator.by}: ${e.operator.reason}`,
     ]),
   );
 }
@@ -446,5 +524,123 @@ async function purge(
     }
   }
   out({ deletedRecords: deleted, deletedAuditEvents: auditDeleted }, text);
+  return EXIT.ok;
+}
+
+/** How many finished records `settle` opens to tell whether outcomes are encrypted. */
+const SAMPLE = 20;
+
+/**
+ * Whether the store holds encrypted outcomes (`enc:v1:...`, sealed by an executor with
+ * `encryption`): up to `SAMPLE` completed and `SAMPLE` failed records of the tool, then of any tool.
+ */
+async function holdsEncryptedOutcomes(
+  store: IdempotencyStore,
+  toolName: string | undefined,
+): Promise<boolean> {
+  if (store.list === undefined) return false;
+  const filters: ListFilter[] =
+    toolName === undefined || toolName === '' ? [{}] : [{ toolName }, {}];
+  for (const filter of filters) {
+    for (const state of ['completed', 'failed'] as const) {
+      const page = await store.list({ ...filter, state, limit: SAMPLE });
+      for (const listed of page.records) {
+        const record = await store.get(listed.key);
+        if (record?.outcome?.startsWith('enc:') === true) return true;
+      }
+    }
+  }
+  return false;
+}
+
+async function settle(
+  opened: OpenedStore,
+  key: string,
+  { settlement, operator }: SettleRequest,
+  ttlMs: number,
+  auditErrors: readonly unknown[],
+  now: () => number,
+  out: Out,
+  stderr: (text: string) => void,
+): Promise<number> {
+  const { store } = opened;
+  if ('completed' in settlement) {
+    const stuck = await store.get(key);
+    if (await holdsEncryptedOutcomes(store, stuck?.meta?.toolName)) {
+      throw usage(
+        `The outcomes in this store are encrypted (createIdempotency({ encryption })), and the CLI has no keys: an outcome it stored would be plaintext, refused on replay. Nothing was changed. Settle it from your code with idempotency.settle('${key}', { completed: value }, { by, reason }) on an executor with the same encryption, or release it here with --released.`,
+      );
+    }
+  }
+  const events: IdempotencyEvent[] = [];
+  const idempotency = createIdempotency({
+    store,
+    ttl: ttlMs,
+    onEvent: (event) => {
+      events.push(event);
+      opened.audit?.onEvent(event);
+    },
+  });
+  let result: Awaited<ReturnType<typeof idempotency.settle>>;
+  try {
+    result = await idempotency.settle(key, settlement, operator);
+  } catch (error) {
+    // Nothing to settle (no record: 1), or not now (still running, or finished: 5).
+    if (InvalidInputError.isInstance(error) && error.field === 'key') {
+      const record = await store.get(key).catch(() => undefined);
+      throw new CliError(record === undefined ? EXIT.notFound : EXIT.conflict, error.message);
+    }
+    throw error;
+  }
+  const event = events.find((e) => e.outcome === 'settled');
+  const line = `${JSON.stringify(event ?? null)}\n`;
+  const settled =
+    result.action === 'completed'
+      ? `Settled ${key}: completed with the given outcome (replayed from now on).`
+      : `Settled ${key}: released (the next call runs the tool).`;
+  let audit: string;
+  if (opened.audit === undefined) {
+    // Redis: no audit log; the event goes to stderr for the operator's own trail.
+    stderr(line);
+    audit = `${opened.auditNote ?? 'no audit log'}: the settled event is on stderr (one JSON line)`;
+  } else {
+    await opened.audit.flush();
+    if (auditErrors.length > 0 || event === undefined) {
+      stderr(line);
+      const cause = auditErrors[0];
+      throw new CliError(
+        EXIT.unavailable,
+        `${settled} But its audit entry could not be written to ${opened.auditName}: ${cause instanceof Error ? cause.message : String(cause)} The event is on stderr (one JSON line): keep it in your audit trail.`,
+      );
+    }
+    audit = `written to ${opened.auditName}`;
+  }
+  const { previous } = result;
+  const t = now();
+  out(
+    {
+      key,
+      action: result.action,
+      by: operator.by,
+      reason: operator.reason,
+      previous: {
+        token: previous.token,
+        fingerprint: previous.fingerprint,
+        createdAt: previous.createdAt,
+        leaseExpiresAt: previous.leaseExpiresAt,
+        ...(previous.meta === undefined ? {} : { meta: previous.meta }),
+      },
+      audit: opened.audit === undefined ? null : opened.auditName,
+    },
+    `${settled}\n${fields([
+      ['by', operator.by],
+      ['reason', operator.reason],
+      ['tool', previous.meta?.toolName ?? '-'],
+      ['turn', previous.meta?.turnId ?? '-'],
+      ['attempt started', when(previous.createdAt, t)],
+      ['its lease ran out', when(previous.leaseExpiresAt, t)],
+      ['audit', audit],
+    ])}`,
+  );
   return EXIT.ok;
 }

@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
-import type { AuditLog, IdempotencyStore } from '@idempotent-tools/core';
+import type { AuditLog, IdempotencyEvent, IdempotencyStore } from '@idempotent-tools/core';
 import { createPostgresAuditLog, createPostgresStore } from '@idempotent-tools/store-postgres';
 import { createRedisStore } from '@idempotent-tools/store-redis';
 import { createSqliteAuditLog, createSqliteStore } from '@idempotent-tools/store-sqlite';
@@ -19,6 +19,8 @@ export const EXIT = {
   unavailable: 3,
   /** Anything else (a bug: please report it). */
   internal: 4,
+  /** `settle`: the record is still held by a running attempt, or already finished; nothing changed. */
+  conflict: 5,
 } as const;
 
 /** A failure with the exit code it maps to. */
@@ -45,6 +47,14 @@ export interface StoreOptions {
   auditRetentionMs?: number | undefined;
   /** Longest wait to connect, in ms. @default 5000 */
   timeoutMs?: number | undefined;
+  /**
+   * SQLite and PostgreSQL (`settle`): open the audit log for writing: its table is created when
+   * missing (PostgreSQL: `ensureSchema`) and must hold an operator (the `operator` column, added
+   * to an older table), or opening fails (unavailable) before anything is changed.
+   */
+  auditWrite?: boolean | undefined;
+  /** Told about an audit write that failed (the events were not written). */
+  onAuditError?: ((error: unknown, events: IdempotencyEvent[]) => void) | undefined;
 }
 
 /** A store opened from a URL, with its audit log when there is one. */
@@ -55,6 +65,8 @@ export interface OpenedStore {
   audit: AuditLog | undefined;
   /** Why there is no audit log, for people. */
   auditNote: string | undefined;
+  /** Where the audit log is, for people (`idempotency_audit in ./agent.db`), when there is one. */
+  auditName: string | undefined;
   close(): Promise<void>;
 }
 
@@ -122,7 +134,7 @@ function badUrl(url: string): string {
   return `Unsupported store URL ${JSON.stringify(redactUrl(url))}. Use sqlite:PATH, redis://HOST:PORT[/DB], rediss://..., or postgres://USER@HOST:PORT/DB.`;
 }
 
-function openSqlite(url: string, options: StoreOptions): OpenedStore {
+async function openSqlite(url: string, options: StoreOptions): Promise<OpenedStore> {
   let path = url.replace(/^sqlite:/i, '');
   if (path.startsWith('//')) path = path.slice(2);
   if (path === '')
@@ -175,7 +187,7 @@ function openSqlite(url: string, options: StoreOptions): OpenedStore {
       `${path} has no table ${table}: is it the store's file? Pass --table if the store uses another table.`,
     );
   }
-  const hasAudit = tableExists(auditTable);
+  const hasAudit = options.auditWrite === true || tableExists(auditTable);
   let store: ReturnType<typeof createSqliteStore>;
   try {
     // wal: false leaves the file's journal mode as the application set it; no background sweeps.
@@ -184,17 +196,38 @@ function openSqlite(url: string, options: StoreOptions): OpenedStore {
     db.close();
     throw error;
   }
-  const audit = hasAudit
-    ? createSqliteAuditLog(db, {
-        table: auditTable,
-        retentionMs: options.auditRetentionMs ?? FOREVER,
-      })
-    : undefined;
+  let audit: ReturnType<typeof createSqliteAuditLog> | undefined;
+  try {
+    audit = hasAudit
+      ? createSqliteAuditLog(db, {
+          table: auditTable,
+          retentionMs: options.auditRetentionMs ?? FOREVER,
+          ...(options.onAuditError === undefined ? {} : { onError: options.onAuditError }),
+        })
+      : undefined;
+    // The log adds the operator column to an older table; a file it cannot alter keeps none.
+    if (
+      options.auditWrite === true &&
+      !(db.prepare(`PRAGMA table_info("${auditTable}")`).all() as Array<{ name: string }>).some(
+        (column) => column.name === 'operator',
+      )
+    ) {
+      throw new CliError(
+        EXIT.unavailable,
+        `The audit table ${auditTable} in ${path} has no operator column and it could not be added (is the file read-only?): nothing was changed. Open it writable, or run ALTER TABLE "${auditTable}" ADD COLUMN operator TEXT.`,
+      );
+    }
+  } catch (error) {
+    await store.close().catch(() => undefined);
+    if (db.isOpen) db.close();
+    throw error;
+  }
   return {
     kind: 'sqlite',
     store,
     audit,
     auditNote: hasAudit ? undefined : `no audit table ${auditTable} in ${path}`,
+    auditName: hasAudit ? `${auditTable} in ${path}` : undefined,
     close: async () => {
       await audit?.close();
       await store.close();
@@ -245,6 +278,7 @@ async function openRedis(
     store,
     audit: undefined,
     auditNote: 'Redis keeps no audit log (use the SQLite or PostgreSQL audit log)',
+    auditName: undefined,
     close: async () => {
       await store.close();
       redis.disconnect();
@@ -292,19 +326,43 @@ async function openPostgres(
       `No table ${schema}.${table} in the database: run store.ensureSchema() (or sql/schema.sql), or pass --schema / --table.`,
     );
   }
-  const hasAudit = await exists(auditTable);
+  const found = await exists(auditTable);
+  const hasAudit = found || options.auditWrite === true;
   const audit = hasAudit
     ? createPostgresAuditLog(pool, {
         schema,
         table: auditTable,
         retentionMs: options.auditRetentionMs ?? FOREVER,
+        ...(options.onAuditError === undefined ? {} : { onError: options.onAuditError }),
       })
     : undefined;
+  if (audit !== undefined && options.auditWrite === true) {
+    // Create the table, or add the operator column to an older one, before anything changes.
+    const ready =
+      found &&
+      (
+        await pool.query(
+          `SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'operator' AND NOT attisdropped`,
+          [`"${schema}"."${auditTable}"`],
+        )
+      ).rowCount === 1;
+    if (!ready) {
+      try {
+        await audit.ensureSchema();
+      } catch (error) {
+        return fail(
+          EXIT.unavailable,
+          `Could not prepare the audit table ${schema}.${auditTable} for the settlement (${found ? 'add its operator column' : 'create it'}): ${reason(error)}. Nothing was changed. Run auditSchemaSql() as the table's owner, or pass --audit-table.`,
+        );
+      }
+    }
+  }
   return {
     kind: 'postgres',
     store,
     audit,
     auditNote: hasAudit ? undefined : `no audit table ${schema}.${auditTable}`,
+    auditName: hasAudit ? `${schema}.${auditTable}` : undefined,
     close: async () => {
       await audit?.close();
       await store.close();

@@ -198,8 +198,42 @@ export function auditRowValues(event: IdempotencyEvent): Array<string | number |
   ];
 }
 
-/** A stored row back to an entry. */
-export function auditEntryFromRow(row: AuditRow): AuditEntry {
+/** An operator's settlement (`outcome: 'settled'`), as the `operator` column keeps it. */
+type Operator = NonNullable<IdempotencyEvent['operator']>;
+
+/** The `operator` column's value of an event: its settlement as JSON text, or null. */
+export function auditOperatorJson(event: IdempotencyEvent): string | null {
+  const op = event.operator;
+  if (op == null) return null;
+  return JSON.stringify({
+    by: String(op.by),
+    reason: String(op.reason),
+    action: String(op.action),
+  });
+}
+
+/** A stored `operator` (JSON text, or a value a driver parsed) back to the event's. */
+function operatorFrom(raw: unknown): Operator | undefined {
+  let value = raw;
+  if (typeof raw === 'string') {
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      return undefined;
+    }
+  }
+  const op = value as Partial<Operator> | null | undefined;
+  return op != null &&
+    typeof op === 'object' &&
+    typeof op.by === 'string' &&
+    typeof op.reason === 'string' &&
+    (op.action === 'completed' || op.action === 'released')
+    ? { by: op.by, reason: op.reason, action: op.action }
+    : undefined;
+}
+
+/** A stored row back to an entry (`operator`: the settlement column, when the table has it). */
+export function auditEntryFromRow(row: AuditRow & { operator?: unknown }): AuditEntry {
   const entry: AuditEntry = {
     id: Number(row.id),
     key: row.key,
@@ -217,12 +251,15 @@ export function auditEntryFromRow(row: AuditRow): AuditEntry {
   if (row.waited_ms !== null) entry.waitedMs = Number(row.waited_ms);
   if (row.error_code !== null) entry.errorCode = row.error_code;
   if (row.result_bytes !== null) entry.resultBytes = Number(row.result_bytes);
+  const operator = operatorFrom(row.operator ?? null);
+  if (operator !== undefined) entry.operator = operator;
   return entry;
 }
 
 /**
  * Stats from counts per outcome (`replayedFailures`: the `failed` events whose error code is
- * `replayed_failure`).
+ * `replayed_failure`). A settlement (`settled`, an operator's decision) is not a call: `calls`,
+ * `replays` and `replayRate` leave it out; `byOutcome.settled` counts settlements.
  */
 export function auditStatsFrom(
   counts: ReadonlyArray<{ outcome: string; count: number; replayedFailures: number }>,
@@ -235,8 +272,9 @@ export function auditStatsFrom(
   let calls = 0;
   let replays = 0;
   for (const { outcome, count, replayedFailures } of counts) {
-    calls += count;
     if (outcome in byOutcome) byOutcome[outcome as CallOutcome] += count;
+    if (outcome === 'settled') continue;
+    calls += count;
     if (isReplay({ outcome: outcome as CallOutcome })) replays += count;
     else if (outcome === 'failed') replays += replayedFailures;
   }

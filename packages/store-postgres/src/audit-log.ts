@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import {
   AUDIT_COLUMNS,
+  type AuditEntry,
   type AuditLog,
   type AuditPage,
   type AuditQuery,
@@ -8,6 +9,7 @@ import {
   type AuditStats,
   type AuditStatsFilter,
   auditEntryFromRow,
+  auditOperatorJson,
   auditRowValues,
   auditStatsFrom,
   checkAuditQuery,
@@ -73,6 +75,9 @@ const COLUMN_TYPES: Record<(typeof AUDIT_COLUMNS)[number], 'text' | 'bigint'> = 
   result_bytes: 'bigint',
 };
 
+/** The `operator` column of the table: there, missing and not addable by this role, or no table. */
+type OperatorColumn = 'present' | 'cannot-add' | 'no-table';
+
 /** An index name of at most 63 bytes for `table` + `suffix`. */
 function indexName(table: string, suffix: string): string {
   if (table.length + suffix.length <= 63) return `${table}${suffix}`;
@@ -121,8 +126,12 @@ ${createSchema}CREATE TABLE IF NOT EXISTS ${t} (
   error_code text,
   args_fingerprint text NOT NULL,
   args_bytes bigint NOT NULL,
-  result_bytes bigint
+  result_bytes bigint,
+  operator jsonb
 );
+
+-- An operator's settlement (outcome 'settled'): { by, reason, action }. Tables of 0.1 lack it.
+ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS operator jsonb;
 
 CREATE INDEX IF NOT EXISTS ${quoteIdent(indexName(table, '_ended_at_idx'))} ON ${t} (ended_at);
 CREATE INDEX IF NOT EXISTS ${quoteIdent(indexName(table, '_key_idx'))} ON ${t} (key);
@@ -159,7 +168,17 @@ export class PostgresAuditLog implements AuditLog {
   readonly #db: PgQueryable;
   readonly #now: () => number;
   readonly #sink: ReturnType<typeof createBatchedSink>;
+  readonly #onError: PostgresAuditLogOptions['onError'];
   #lastSweep = 0;
+  /**
+   * Whether the table has the `operator` column, once looked up (a table of 0.1 gets it then):
+   * undefined until then, or after a failure.
+   */
+  #hasOperator: Promise<OperatorColumn> | undefined;
+  /** Why the `operator` column could not be added, when it could not. */
+  #operatorProblem: string | undefined;
+  /** Events with an operator dropped because the table cannot hold it. */
+  #lostOperators = 0;
 
   /** @internal Use `createPostgresAuditLog`. */
   constructor(pool: PgQueryable, options: PostgresAuditLogOptions) {
@@ -183,6 +202,7 @@ export class PostgresAuditLog implements AuditLog {
     }
     this.retentionMs = retention;
     this.#now = options.now ?? Date.now;
+    this.#onError = options.onError;
     this.#sink = createBatchedSink({
       write: (batch) => this.#write(batch),
       ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
@@ -200,7 +220,7 @@ export class PostgresAuditLog implements AuditLog {
   }
 
   get dropped(): number {
-    return this.#sink.dropped;
+    return this.#sink.dropped + this.#lostOperators;
   }
 
   /**
@@ -218,6 +238,7 @@ export class PostgresAuditLog implements AuditLog {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.#db.query({ text });
+        this.#hasOperator = Promise.resolve('present');
         return;
       } catch (error) {
         const code = (error as { code?: unknown }).code;
@@ -256,20 +277,28 @@ export class PostgresAuditLog implements AuditLog {
       where.push(`id < $${values.length}`);
     }
     values.push(q.limit + 1);
+    const operator =
+      (await this.#operatorColumn()) === 'present' ? 'operator' : 'NULL::jsonb AS operator';
     const { rows } = await this.#query(
       'query',
-      `SELECT id, ${AUDIT_COLUMNS.join(', ')} FROM ${this.qualified}
+      `SELECT id, ${AUDIT_COLUMNS.join(', ')}, ${operator} FROM ${this.qualified}
        WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`,
       values,
     );
-    const events = (rows as unknown as AuditRow[]).slice(0, q.limit).map(auditEntryFromRow);
+    const events = (rows as unknown as Array<AuditRow & { operator: unknown }>)
+      .slice(0, q.limit)
+      .map(auditEntryFromRow);
     const last = events.at(-1);
     return rows.length > q.limit && last !== undefined
       ? { events, cursor: encodeCursor(last.id) }
       : { events };
   }
 
-  /** Calls by outcome, replays and the replay rate, within the retention. */
+  /**
+   * Calls by outcome, replays and the replay rate, within the retention. A settlement (`settled`,
+   * an operator's decision) is not a call: `calls`, `replays` and `replayRate` leave it out;
+   * `byOutcome.settled` counts settlements.
+   */
   async stats(filter?: AuditStatsFilter): Promise<AuditStats> {
     const f = checkAuditStatsFilter(filter);
     const { where, values } = this.#where(f);
@@ -316,20 +345,101 @@ export class PostgresAuditLog implements AuditLog {
     return { where, values };
   }
 
+  /**
+   * Whether the table has the `operator` column; a table of 0.1 gets it here, once (the check
+   * takes no lock; `ALTER TABLE` runs only when the column is missing). A role that may not
+   * alter the table keeps a working log: reads, and events without an operator.
+   */
+  #operatorColumn(): Promise<OperatorColumn> {
+    this.#hasOperator ??= this.#addOperatorColumn().catch((error: unknown) => {
+      this.#hasOperator = undefined;
+      throw error;
+    });
+    return this.#hasOperator;
+  }
+
+  async #addOperatorColumn(): Promise<OperatorColumn> {
+    const look = async () => {
+      const { rows } = await this.#query(
+        'setup',
+        `SELECT to_regclass($1) IS NOT NULL AS found, EXISTS (
+           SELECT 1 FROM pg_attribute
+           WHERE attrelid = to_regclass($1) AND attname = 'operator' AND NOT attisdropped
+         ) AS has`,
+        [this.qualified],
+      );
+      return { found: rows[0]?.found === true, has: rows[0]?.has === true };
+    };
+    const before = await look();
+    if (!before.found) {
+      // No table yet: look again next time (ensureSchema creates it with the column).
+      this.#hasOperator = undefined;
+      return 'no-table';
+    }
+    if (before.has) return 'present';
+    try {
+      await this.#db.query({
+        text: `ALTER TABLE ${this.qualified} ADD COLUMN IF NOT EXISTS operator jsonb`,
+      });
+      return 'present';
+    } catch (error) {
+      if ((await look()).has) return 'present';
+      const code = (error as { code?: unknown }).code;
+      // 42501: not the table's owner. Anything else (the database is down) is retried later.
+      if (code !== '42501') throw this.#unavailable('setup', error);
+      this.#operatorProblem = error instanceof Error ? error.message : String(error);
+      return 'cannot-add';
+    }
+  }
+
   async #write(batch: IdempotencyEvent[]): Promise<void> {
-    const rows = batch.map(auditRowValues);
-    const columns = AUDIT_COLUMNS.map((_, i) => rows.map((row) => row[i] ?? null));
-    const unnest = AUDIT_COLUMNS.map((c, i) => `$${i + 1}::${COLUMN_TYPES[c]}[]`).join(', ');
-    await this.#query(
-      'write',
-      `INSERT INTO ${this.qualified} (${AUDIT_COLUMNS.join(', ')}) SELECT * FROM unnest(${unnest})`,
-      columns,
-    );
+    let events = batch;
+    let column = await this.#operatorColumn();
+    if (column === 'cannot-add' && batch.some((e) => e.operator != null)) {
+      // Look again: the table may have been migrated meanwhile.
+      this.#hasOperator = undefined;
+      column = await this.#operatorColumn();
+      if (column === 'cannot-add') events = this.#dropOperatorEvents(batch);
+    }
+    // Without a table, the insert fails and says to create it (ensureSchema).
+    const withOperator = column !== 'cannot-add';
+    if (events.length > 0) {
+      const names: string[] = [...AUDIT_COLUMNS];
+      const types: string[] = AUDIT_COLUMNS.map((c) => COLUMN_TYPES[c]);
+      const rows = events.map(auditRowValues);
+      const columns: unknown[][] = AUDIT_COLUMNS.map((_, i) => rows.map((row) => row[i] ?? null));
+      if (withOperator) {
+        names.push('operator');
+        types.push('jsonb');
+        columns.push(events.map(auditOperatorJson));
+      }
+      const unnest = types.map((type, i) => `$${i + 1}::${type}[]`).join(', ');
+      await this.#query(
+        'write',
+        `INSERT INTO ${this.qualified} (${names.join(', ')}) SELECT * FROM unnest(${unnest})`,
+        columns,
+      );
+    }
     const now = this.#now();
     if (now - this.#lastSweep >= SWEEP_EVERY_MS) {
       this.#lastSweep = now;
       await this.#sweep();
     }
+  }
+
+  /** Events without an operator; the others are reported and counted as dropped. */
+  #dropOperatorEvents(batch: IdempotencyEvent[]): IdempotencyEvent[] {
+    const lost = batch.filter((e) => e.operator != null);
+    this.#lostOperators += lost.length;
+    const error = new StoreUnavailableError({
+      message: `The PostgreSQL audit table ${this.qualified} has no operator column and this role could not add it (${this.#operatorProblem ?? 'unknown reason'}): ${lost.length} settlement event(s) were dropped. Run auditSchemaSql() (or ALTER TABLE ${this.qualified} ADD COLUMN IF NOT EXISTS operator jsonb) as the table's owner.`,
+    });
+    try {
+      this.#onError?.(error, lost);
+    } catch {
+      // The error reporter must not break the writes.
+    }
+    return batch.filter((e) => e.operator == null);
   }
 
   async #sweep(): Promise<number> {

@@ -38,6 +38,15 @@ function event(i: number, overrides: Partial<IdempotencyEvent> = {}): Idempotenc
   };
 }
 
+/** An event as an operator's settlement emits it: no result, an operator. */
+function settlement(
+  i: number,
+  operator: NonNullable<IdempotencyEvent['operator']>,
+): IdempotencyEvent {
+  const { resultBytes: _none, ...rest } = event(i, { outcome: 'settled', operator });
+  return rest;
+}
+
 describe('createSqliteAuditLog', () => {
   test('records every call of the executor; reads them back newest first; no raw args or results', async () => {
     const store = openSqliteStore(file());
@@ -191,6 +200,99 @@ describe('createSqliteAuditLog', () => {
     expect(audit.dropped).toBe(1);
     await expect(audit.stats()).rejects.toSatisfy(StoreUnavailableError.isInstance);
     await store.close();
+  });
+
+  test('a settlement: stored with its operator, read back and filtered by outcome; not a call in stats', async () => {
+    let now = 1_000_000;
+    const store = openSqliteStore(file(), { now: () => now });
+    const audit = createSqliteAuditLog(store.database, { now: () => now });
+    const idempotency = createIdempotency({ store, onEvent: audit.onEvent });
+    const call = { toolName: 'charge', turnId: 't1', args: { amount: 5 } };
+    await idempotency.run(call, async () => 'ok');
+    await idempotency.run(call, async () => 'ok'); // replayed
+    const stuck = { ...call, turnId: 't2' };
+    const { key, fingerprint } = idempotency.keyOf(stuck);
+    await store.claim({
+      key,
+      fingerprint,
+      token: 'dead',
+      leaseMs: 1,
+      ttlMs: 60_000,
+      meta: { toolName: 'charge', turnId: 't2' },
+    });
+    now += 10; // the lease ran out
+    const operator = { by: 'ops@example.com', reason: 'vendor shows ch_9 for this turn' };
+    await idempotency.settle(key, { completed: { id: 'ch_9' } }, operator);
+    await audit.flush();
+    expect(audit.dropped).toBe(0);
+
+    const settled = await audit.query({ outcome: 'settled' });
+    expect(settled.events).toEqual([
+      expect.objectContaining({
+        key,
+        outcome: 'settled',
+        toolName: 'charge',
+        turnId: 't2',
+        operator: { ...operator, action: 'completed' },
+      }),
+    ]);
+    const all = (await audit.query()).events;
+    expect(all.map((e) => e.outcome)).toEqual(['settled', 'replayed', 'executed']);
+    expect(all[1]).not.toHaveProperty('operator');
+    const row = store.database
+      .prepare("SELECT operator FROM idempotency_audit WHERE outcome = 'settled'")
+      .get() as { operator: string };
+    expect(JSON.parse(row.operator)).toEqual({ ...operator, action: 'completed' });
+
+    // Two calls, one replay: the settlement is counted apart, never as a call.
+    const stats = await audit.stats();
+    expect(stats).toMatchObject({ calls: 2, replays: 1, replayRate: 0.5 });
+    expect(stats.byOutcome).toMatchObject({ executed: 1, replayed: 1, settled: 1 });
+    await audit.close();
+    await store.close();
+  });
+
+  test('a table of 0.1 (no operator column) gets it on first use; its old rows still read', async () => {
+    const path = file();
+    const old = new DatabaseSync(path);
+    old.exec(`CREATE TABLE idempotency_audit (
+      id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, tool_name TEXT NOT NULL,
+      scope TEXT, turn_id TEXT, outcome TEXT NOT NULL, store TEXT NOT NULL,
+      started_at INTEGER NOT NULL, ended_at INTEGER NOT NULL, duration_ms INTEGER NOT NULL,
+      waited_ms INTEGER, error_code TEXT, args_fingerprint TEXT NOT NULL,
+      args_bytes INTEGER NOT NULL, result_bytes INTEGER)`);
+    old
+      .prepare(
+        `INSERT INTO idempotency_audit (key, tool_name, outcome, store, started_at, ended_at,
+         duration_ms, args_fingerprint, args_bytes) VALUES ('v1_old', 'charge', 'executed', 'sqlite', 1000, 1010, 10, 'fp', 2)`,
+      )
+      .run();
+    old.close();
+
+    const db = new DatabaseSync(path);
+    const audit = createSqliteAuditLog(db, { now: () => 10_000 });
+    const columns = (
+      db.prepare('PRAGMA table_info(idempotency_audit)').all() as Array<{
+        name: string;
+      }>
+    ).map((c) => c.name);
+    expect(columns).toContain('operator');
+    const operator = { by: 'ops', reason: 'refund confirmed', action: 'released' as const };
+    audit.onEvent(settlement(1, operator));
+    await audit.flush();
+    expect(audit.dropped).toBe(0);
+    const events = (await audit.query()).events;
+    expect(events.map((e) => [e.key, e.operator])).toEqual([
+      ['v1_key1', operator],
+      ['v1_old', undefined],
+    ]);
+    expect(await audit.stats()).toMatchObject({ calls: 1, byOutcome: { settled: 1 } });
+    // A second log on the same table finds the column there.
+    const again = createSqliteAuditLog(new DatabaseSync(path), { now: () => 10_000 });
+    expect((await again.query({ outcome: 'settled' })).events[0]?.operator).toEqual(operator);
+    await again.close();
+    await audit.close();
+    db.close();
   });
 
   test('bad options are InvalidInputError', () => {

@@ -1,5 +1,6 @@
 import {
   AUDIT_COLUMNS,
+  type AuditEntry,
   type AuditLog,
   type AuditPage,
   type AuditQuery,
@@ -7,6 +8,7 @@ import {
   type AuditStats,
   type AuditStatsFilter,
   auditEntryFromRow,
+  auditOperatorJson,
   auditRowValues,
   auditStatsFrom,
   checkAuditQuery,
@@ -93,8 +95,15 @@ export class SqliteAuditLog implements AuditLog {
   readonly #now: () => number;
   readonly #busyTimeoutMs: number;
   readonly #sink: ReturnType<typeof createBatchedSink>;
+  readonly #onError: SqliteAuditLogOptions['onError'];
   #ready = false;
   #lastSweep = 0;
+  /** The table has the `operator` column (tables of 0.1 get it on first use). */
+  #hasOperator = false;
+  /** Why the `operator` column could not be added, when it could not. */
+  #operatorProblem: string | undefined;
+  /** Events with an operator dropped because the table cannot hold it. */
+  #lostOperators = 0;
 
   /** @internal Use `createSqliteAuditLog`. */
   constructor(db: SqliteDatabaseLike, options: SqliteAuditLogOptions) {
@@ -119,6 +128,7 @@ export class SqliteAuditLog implements AuditLog {
       });
     }
     this.#now = options.now ?? Date.now;
+    this.#onError = options.onError;
     this.#sink = createBatchedSink({
       write: (batch) => this.#write(batch),
       ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
@@ -138,7 +148,7 @@ export class SqliteAuditLog implements AuditLog {
   }
 
   get dropped(): number {
-    return this.#sink.dropped;
+    return this.#sink.dropped + this.#lostOperators;
   }
 
   flush(): Promise<void> {
@@ -171,11 +181,12 @@ export class SqliteAuditLog implements AuditLog {
         where.push('id < ?');
         params.push(before);
       }
+      const operator = this.#hasOperator ? 'operator' : 'NULL AS operator';
       const rows = this.#db
         .prepare(
-          `SELECT id, ${AUDIT_COLUMNS.join(', ')} FROM "${this.table}" WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`,
+          `SELECT id, ${AUDIT_COLUMNS.join(', ')}, ${operator} FROM "${this.table}" WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`,
         )
-        .all(...params, q.limit + 1) as AuditRow[];
+        .all(...params, q.limit + 1) as Array<AuditRow & { operator: string | null }>;
       const events = rows.slice(0, q.limit).map(auditEntryFromRow);
       const last = events.at(-1);
       return rows.length > q.limit && last !== undefined
@@ -184,7 +195,11 @@ export class SqliteAuditLog implements AuditLog {
     });
   }
 
-  /** Calls by outcome, replays and the replay rate, within the retention. */
+  /**
+   * Calls by outcome, replays and the replay rate, within the retention. A settlement (`settled`,
+   * an operator's decision) is not a call: `calls`, `replays` and `replayRate` leave it out;
+   * `byOutcome.settled` counts settlements.
+   */
   async stats(filter?: AuditStatsFilter): Promise<AuditStats> {
     const f = checkAuditStatsFilter(filter);
     return this.#engine('stats', () => {
@@ -265,25 +280,78 @@ export class SqliteAuditLog implements AuditLog {
       error_code TEXT,
       args_fingerprint TEXT NOT NULL,
       args_bytes INTEGER NOT NULL,
-      result_bytes INTEGER
+      result_bytes INTEGER,
+      operator TEXT
     )`);
     this.#db.exec(`CREATE INDEX IF NOT EXISTS "${this.table}_ended_at" ON ${t} (ended_at)`);
     this.#db.exec(`CREATE INDEX IF NOT EXISTS "${this.table}_key" ON ${t} (key)`);
+    this.#hasOperator = this.#addOperatorColumn();
     this.#ready = true;
+  }
+
+  /**
+   * The migration of a table made by 0.1 (no `operator` column): add it. A file the log cannot
+   * alter (read-only) keeps working for reads and for events without an operator.
+   */
+  #addOperatorColumn(): boolean {
+    const has = () =>
+      (
+        this.#db.prepare(`PRAGMA table_info("${this.table}")`).all() as Array<{ name: string }>
+      ).some((column) => column.name === 'operator');
+    if (has()) return true;
+    try {
+      this.#db.exec(`ALTER TABLE "${this.table}" ADD COLUMN operator TEXT`);
+      return true;
+    } catch (error) {
+      // Another process may have added it meanwhile ("duplicate column name").
+      if (has()) return true;
+      this.#operatorProblem = error instanceof Error ? error.message : String(error);
+      return false;
+    }
   }
 
   #write(batch: IdempotencyEvent[]): void {
     this.#engine('write', () => {
       this.#setup();
-      const row = `(${AUDIT_COLUMNS.map(() => '?').join(', ')})`;
-      const sql = `INSERT INTO "${this.table}" (${AUDIT_COLUMNS.join(', ')}) VALUES ${batch.map(() => row).join(', ')}`;
-      this.#db.prepare(sql).run(...batch.flatMap(auditRowValues));
+      let events = batch;
+      if (!this.#hasOperator && batch.some((e) => e.operator != null)) {
+        this.#ready = false; // look again: someone may have migrated the table meanwhile
+        this.#setup();
+        if (!this.#hasOperator) events = this.#dropOperatorEvents(batch);
+      }
+      if (events.length > 0) {
+        const columns = this.#hasOperator ? [...AUDIT_COLUMNS, 'operator'] : [...AUDIT_COLUMNS];
+        const row = `(${columns.map(() => '?').join(', ')})`;
+        const sql = `INSERT INTO "${this.table}" (${columns.join(', ')}) VALUES ${events.map(() => row).join(', ')}`;
+        this.#db
+          .prepare(sql)
+          .run(
+            ...events.flatMap((e) =>
+              this.#hasOperator ? [...auditRowValues(e), auditOperatorJson(e)] : auditRowValues(e),
+            ),
+          );
+      }
       const now = this.#now();
       if (now - this.#lastSweep >= SWEEP_EVERY_MS) {
         this.#lastSweep = now;
         this.#sweep();
       }
     });
+  }
+
+  /** Events without an operator; the others are reported and counted as dropped. */
+  #dropOperatorEvents(batch: IdempotencyEvent[]): IdempotencyEvent[] {
+    const lost = batch.filter((e) => e.operator != null);
+    this.#lostOperators += lost.length;
+    const error = new StoreUnavailableError({
+      message: `The SQLite audit log (table ${this.table}) has no operator column and could not add it (${this.#operatorProblem ?? 'unknown reason'}): ${lost.length} settlement event(s) were dropped. Open the database writable once (the log adds the column), or run ALTER TABLE "${this.table}" ADD COLUMN operator TEXT.`,
+    });
+    try {
+      this.#onError?.(error, lost);
+    } catch {
+      // The error reporter must not break the writes.
+    }
+    return batch.filter((e) => e.operator == null);
   }
 
   /** Delete up to one batch of expired events. */
