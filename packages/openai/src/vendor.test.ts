@@ -50,6 +50,7 @@ const ctx = (key: string): ExecutionContext => ({
   turnId: 'turn',
   scope: undefined,
   signal: new AbortController().signal,
+  stillOwned: () => true,
 });
 
 describe('openai v7 and Idempotency-Key', () => {
