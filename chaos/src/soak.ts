@@ -63,6 +63,12 @@ export interface SoakOptions {
   targetedShare: number;
   /** Most workers frozen at once (random stops and targeted freezes). @default max(1, workers / 4) */
   maxFrozen?: number;
+  /**
+   * The load stops here even when planned keys or faults are left (a failure): the bound of a
+   * broken run, not a timing; a loaded machine needs a generous one.
+   * @default max(3 * seconds, seconds + 180) s
+   */
+  hardCapSeconds?: number;
   /** How long a crashed engine stays down before it is started again, ms. */
   downMs: number;
   /** Vendor faults: replies held past the tool's timeout, lookups answered 503. */
@@ -715,7 +721,7 @@ export async function runSoak(
     const loadStart = Date.now();
     let nextFresh = 0;
     let lateSent = 0;
-    const hardCapMs = Math.max(3 * o.seconds * 1000, o.seconds * 1000 + 180_000);
+    const hardCapMs = (o.hardCapSeconds ?? Math.max(3 * o.seconds, o.seconds + 180)) * 1000;
     await new Promise<void>((resolve) => {
       const tick = setInterval(() => {
         const now = Date.now();

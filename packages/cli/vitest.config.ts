@@ -1,4 +1,13 @@
+import { ServiceSkipReporter } from '@idempotent-tools/testing/vitest';
 import { defineConfig } from 'vitest/config';
 
-// Every test spawns the real bin (a Node process each): give them room.
-export default defineConfig({ test: { testTimeout: 60_000, hookTimeout: 60_000 } });
+// Every test spawns the real bin (a Node process each): give them room. A test skipped for a
+// missing service counts as skipped, and the run names the service once. No performance hints.
+export default defineConfig({
+  test: {
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    reporters: [new ServiceSkipReporter(), 'default'],
+    experimental: { diagnostics: false },
+  },
+});

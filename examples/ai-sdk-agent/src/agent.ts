@@ -133,6 +133,8 @@ export interface AgentResult {
   /** Real charges, per user. */
   charges: Record<string, number>;
   receipts: number;
+  /** Receipts sent, per address. */
+  receiptsTo: Record<string, number>;
   /** Tool results the models saw marked `replayed: true`. */
   replayed: number;
   transcript: string[];
@@ -237,11 +239,14 @@ export async function main(
   ]);
   await redis?.quit();
 
-  const charges: Record<string, number> = {};
-  for (const entry of payments.entries) {
-    const user = String(entry.user);
-    charges[user] = (charges[user] ?? 0) + 1;
-  }
+  const countBy = (entries: Array<Record<string, unknown>>, field: string) => {
+    const counts: Record<string, number> = {};
+    for (const entry of entries)
+      counts[String(entry[field])] = (counts[String(entry[field])] ?? 0) + 1;
+    return counts;
+  };
+  const charges = countBy(payments.entries, 'user');
+  const receiptsTo = countBy(outbox.entries, 'to');
   const receipts = outbox.entries.length;
   say(
     `\nSide effects: charges ${JSON.stringify(charges)}, ${receipts} receipt(s); ${replayed} replayed result(s).`,
@@ -250,7 +255,33 @@ export async function main(
     sideEffects: payments.entries.length + receipts,
     charges,
     receipts,
+    receiptsTo,
     replayed,
     transcript,
   };
+}
+
+/**
+ * What `npm start` (and the root `pnpm demo`, through it) checks: Ada and Bob each charged once
+ * and sent one receipt. A side effect that ran twice, one that is missing (Bob's chat handed
+ * Ada's charge, replayed, leaves Bob with none) or one for someone else is a problem; `[]` when
+ * all is well.
+ */
+export function problems(result: Pick<AgentResult, 'charges' | 'receiptsTo'>): string[] {
+  return [
+    ...compare('charge', result.charges, { Ada: 1, Bob: 1 }),
+    ...compare('receipt', result.receiptsTo, { 'ada@example.com': 1, 'bob@example.com': 1 }),
+  ];
+}
+
+function compare(what: string, actual: Record<string, number>, expected: Record<string, number>) {
+  const found: string[] = [];
+  for (const who of Object.keys({ ...expected, ...actual })) {
+    const want = expected[who] ?? 0;
+    const got = actual[who] ?? 0;
+    if (got > want) found.push(`${what} for ${who}: ${got}, expected ${want}`);
+    else if (got < want)
+      found.push(`${what} for ${who} is missing (or was replayed from another user's)`);
+  }
+  return found;
 }

@@ -1,13 +1,10 @@
-import { main } from './agent.js';
+import { main, problems } from './agent.js';
 
 const result = await main({ print: (line) => console.log(line) });
-// One charge per user and one receipt each, whatever the retries did.
-const twice = Object.values(result.charges).some((count) => count > 1);
-if (twice || result.receipts > 2) {
-  console.error('\nA side effect ran twice: the tools were not idempotent.');
-  process.exit(1);
-}
-if (Object.keys(result.charges).length < 2) {
-  console.error("\nA user's charge was replayed from another user's: conversations were mixed up.");
+// One charge and one receipt per user, whatever the retries did: none twice, none missing, none
+// given to the wrong user.
+const found = problems(result);
+if (found.length > 0) {
+  console.error(`\nThe side effects are not one per user:\n  ${found.join('\n  ')}`);
   process.exit(1);
 }

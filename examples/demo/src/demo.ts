@@ -4,12 +4,13 @@
  */
 import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, isAbsolute, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   createIdempotency,
+  createSqliteAuditLog,
   IdempotencyError,
   type IdempotencyEvent,
-  type IdempotencyStore,
   openSqliteStore,
 } from '@idempotent-tools/store-sqlite';
 
@@ -17,6 +18,7 @@ interface Charge {
   id: string;
   customer: string;
   amount: number;
+  turn: string;
 }
 
 /**
@@ -32,9 +34,10 @@ export class PaymentVendor {
       .filter(Boolean)
       .map((line) => JSON.parse(line) as Charge);
   }
-  charge(customer: string, amount: number): Charge {
+  /** `turn`: the agent's turn, kept with the charge as a vendor keeps your metadata. */
+  charge(customer: string, amount: number, turn: string): Charge {
     const id = `ch_${String(this.charges.length + 1).padStart(4, '0')}`;
-    const charge = { id, customer, amount };
+    const charge = { id, customer, amount, turn };
     appendFileSync(this.ledger, `${JSON.stringify(charge)}\n`);
     return charge;
   }
@@ -53,7 +56,7 @@ export function chargeCardTool(
   return (args: Record<string, unknown>, turnId: string) =>
     idempotency.run({ toolName: 'charge_card', turnId, args }, async (a) => {
       await new Promise((r) => setTimeout(r, 30)); // the vendor takes a moment
-      return vendor.charge(String(a.customer), Number(a.amount));
+      return vendor.charge(String(a.customer), Number(a.amount), turnId);
     });
 }
 
@@ -69,6 +72,8 @@ export class Crm {
 
 export interface DemoResult {
   charges: number;
+  /** The vendor's charges, per turn and amount (`"t-100 1999"`). */
+  chargesBy: Record<string, number>;
   customers: number;
   events: IdempotencyEvent[];
   transcript: string[];
@@ -94,8 +99,17 @@ export async function runDemo(
   const vendor = new PaymentVendor(files.ledger);
   const crm = new Crm();
   const events: IdempotencyEvent[] = [];
-  const store: IdempotencyStore = openSqliteStore(files.database);
-  const idempotency = createIdempotency({ store, onEvent: (event) => events.push(event) });
+  const store = openSqliteStore(files.database);
+  // Every call's event also goes to the audit log in the same file: `idempotent-tools stats`
+  // reads calls and the replay rate from it (replays leave no record of their own).
+  const audit = createSqliteAuditLog(store.database);
+  const idempotency = createIdempotency({
+    store,
+    onEvent: (event) => {
+      events.push(event);
+      audit.onEvent(event);
+    },
+  });
 
   // The tools, as an agent framework would hold them.
   const tools = {
@@ -202,7 +216,8 @@ export async function runDemo(
     [{ id: 'call_f1', name: 'charge_card', args: charge }],
     't-102',
   );
-  await store.close?.();
+  await audit.close(); // writes the events still buffered
+  await store.close();
 
   const count = (outcome: string) => events.filter((e) => e.outcome === outcome).length;
   say('\nWhat the vendors saw');
@@ -213,7 +228,62 @@ export async function runDemo(
   say(
     `  tool calls: ${events.length}; executed ${count('executed')}, replayed ${count('replayed')}, waited+replayed ${count('waited')}, drift ${count('drift')}`,
   );
-  return { charges: vendor.charges.length, customers: crm.customers.size, events, transcript };
+  say('\nWhat the store kept (records by state; calls and the replay rate from its audit log):');
+  say(`  ${statsCommand(files.database)}`);
+  const chargesBy: Record<string, number> = {};
+  for (const { turn, amount } of vendor.charges) {
+    chargesBy[`${turn} ${amount}`] = (chargesBy[`${turn} ${amount}`] ?? 0) + 1;
+  }
+  return {
+    charges: vendor.charges.length,
+    chargesBy,
+    customers: crm.customers.size,
+    events,
+    transcript,
+  };
+}
+
+/** The charges the walk-through asks for: one per turn and amount, Bob's of his own. */
+const EXPECTED_CHARGES = [
+  't-100 1999',
+  't-100 500',
+  't-101 1999',
+  'bob-chat-7:msg-1 1999',
+  't-102 1999',
+];
+
+/**
+ * What `pnpm demo` checks of the walk-through: one charge per turn and amount, and one customer
+ * (the drifted call refused). A charge that ran twice, one that is missing (Bob's turn handed
+ * the first charge, replayed, leaves him none; the killed process's charge lost) or one nobody
+ * asked for is a problem; `[]` when all is well.
+ */
+export function problems(result: Pick<DemoResult, 'chargesBy' | 'customers'>): string[] {
+  const found: string[] = [];
+  for (const charge of new Set([...EXPECTED_CHARGES, ...Object.keys(result.chargesBy)])) {
+    const want = EXPECTED_CHARGES.includes(charge) ? 1 : 0;
+    const got = result.chargesBy[charge] ?? 0;
+    if (got > want) found.push(`charge ${charge}: ${got}, expected ${want}`);
+    else if (got < want) found.push(`charge ${charge} is missing`);
+  }
+  if (result.customers !== 1) found.push(`${result.customers} CRM customers, expected 1`);
+  return found;
+}
+
+/**
+ * The CLI command that shows the store's records, calls and replay rate (`@idempotent-tools/cli`
+ * is installed in the demo's folder), as a shell line to run in `cwd`.
+ */
+export function statsCommand(database: string, cwd = process.cwd()): string {
+  const folder = dirname(dirname(fileURLToPath(import.meta.url)));
+  const quote = (text: string) =>
+    /^[\w./:@+-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
+  const inside = relative(folder, database);
+  const file = inside.startsWith('..') || isAbsolute(inside) ? database : inside;
+  const command = `npx @idempotent-tools/cli stats --store ${quote(`sqlite:${file}`)}`;
+  const cd = relative(cwd, folder);
+  if (cd === '') return command;
+  return `cd ${quote(cd.startsWith('..') || isAbsolute(cd) ? folder : cd)} && ${command}`;
 }
 
 /** Run `crash-child.ts` in a new Node process (TypeScript via tsx) and wait for it to die. */
@@ -221,6 +291,7 @@ function runCrashingAgent(dir: string, args: object, turnId: string) {
   const child = spawn(
     process.execPath,
     [
+      '--disable-warning=ExperimentalWarning', // Node 22's warning on loading node:sqlite
       '--import',
       'tsx',
       fileURLToPath(new URL('./crash-child.ts', import.meta.url)),

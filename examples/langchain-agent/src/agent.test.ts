@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RETRY_SAFE_NOTE } from '@idempotent-tools/langchain';
 import { afterEach, expect, test } from 'vitest';
-import { main } from './agent.js';
+import { main, problems } from './agent.js';
 
 const dataDir = () => mkdtempSync(join(tmpdir(), 'langchain-agent-'));
 const saved = { ...process.env };
@@ -19,6 +19,16 @@ test('offline: the lost reply, the later retry, the duplicate email and the rest
   expect(result.ticketsBy).toEqual({ cus_ada: 1, cus_bob: 1 });
   expect(result.emailsTo).toEqual({ 'ada@example.com': 1, 'bob@example.com': 1 });
   expect(result.sideEffects).toBe(4);
+  expect(problems(result)).toEqual([]); // what npm start checks
+  // The sentence about the run without the middleware is that run's own count.
+  expect(result.withoutMiddleware).toEqual({
+    ticketsBy: { cus_ada: 4, cus_bob: 1 },
+    emailsTo: { 'ada@example.com': 3, 'bob@example.com': 1 },
+    sideEffects: 9,
+  });
+  expect(result.transcript.at(-1)).toBe(
+    'The same run without the middleware: 5 ticket(s) {"cus_ada":4,"cus_bob":1}, 4 email(s) {"ada@example.com":3,"bob@example.com":1}: 5 duplicate side effect(s) prevented.',
+  );
   // The retried lost reply, the ticket opened again, the second email, and both after restart.
   expect(result.replayed).toBe(5);
   const transcript = result.transcript.join('\n');
@@ -32,6 +42,23 @@ test('offline, the same run without the middleware: the duplicates it prevents',
   const result = await main({ dataDir: dataDir(), idempotent: false });
   expect(result.ticketsBy).toEqual({ cus_ada: 4, cus_bob: 1 });
   expect(result.emailsTo).toEqual({ 'ada@example.com': 3, 'bob@example.com': 1 });
+  expect(result.withoutMiddleware).toBeUndefined();
+  // npm start's check sees the duplicates.
+  expect(problems(result)).toEqual([
+    'ticket for cus_ada: 4, expected 1',
+    'email for ada@example.com: 3, expected 1',
+  ]);
+});
+
+test("npm start's check fails on an effect that went missing or went to another user", () => {
+  const emailsTo = { 'ada@example.com': 1, 'bob@example.com': 1 };
+  // Bob handed Ada's ticket, replayed: he has none of his own.
+  expect(problems({ ticketsBy: { cus_ada: 1 }, emailsTo })).toEqual([
+    "ticket for cus_bob is missing (or was replayed from another user's)",
+  ]);
+  expect(problems({ ticketsBy: { cus_ada: 1, cus_bob: 1, cus_eve: 1 }, emailsTo })).toEqual([
+    'ticket for cus_eve: 1, expected 0',
+  ]);
 });
 
 test('the OPENAI_API_KEY path (ChatOpenAI) against a local scripted OpenAI server', async () => {

@@ -184,6 +184,12 @@ export interface MainResult {
   emailsTo: Record<string, number>;
   /** Tool results that were replays. */
   replayed: number;
+  /**
+   * The same offline run without the middleware (in `without-middleware/` of the data folder),
+   * run after this one to count the duplicates the middleware prevents. Absent with a real model
+   * and in the run without the middleware itself.
+   */
+  withoutMiddleware?: Pick<MainResult, 'ticketsBy' | 'emailsTo' | 'sideEffects'>;
   transcript: string[];
 }
 
@@ -293,7 +299,44 @@ export async function main(options: MainOptions = {}): Promise<MainResult> {
   };
   print('');
   print(
-    `Side effects: ${result.tickets} ticket(s) ${JSON.stringify(result.ticketsBy)}, ${result.emails} email(s) ${JSON.stringify(result.emailsTo)}; ${replayed} tool results were replays.${real ? '' : ' (Without the middleware: Ada gets 4 tickets and 3 emails.)'}`,
+    `Side effects: ${result.tickets} ticket(s) ${JSON.stringify(result.ticketsBy)}, ${result.emails} email(s) ${JSON.stringify(result.emailsTo)}; ${replayed} tool results were replays.`,
   );
+  if (!real && options.idempotent !== false) {
+    // The very same scripted run without the middleware (a real model would not repeat itself
+    // the same way, and costs money): what it would have done.
+    const without = await main({ dataDir: join(dir, 'without-middleware'), idempotent: false });
+    result.withoutMiddleware = {
+      ticketsBy: without.ticketsBy,
+      emailsTo: without.emailsTo,
+      sideEffects: without.sideEffects,
+    };
+    print(
+      `The same run without the middleware: ${without.tickets} ticket(s) ${JSON.stringify(without.ticketsBy)}, ${without.emails} email(s) ${JSON.stringify(without.emailsTo)}: ${without.sideEffects - result.sideEffects} duplicate side effect(s) prevented.`,
+    );
+  }
   return result;
+}
+
+/**
+ * What `npm start` (and the root `pnpm demo`, through it) checks: one ticket and one email each
+ * for Ada and Bob. A side effect that ran twice, one that is missing (Bob handed Ada's ticket,
+ * replayed, has none of his own) or one for someone else is a problem; `[]` when all is well.
+ */
+export function problems(result: Pick<MainResult, 'ticketsBy' | 'emailsTo'>): string[] {
+  return [
+    ...compare('ticket', result.ticketsBy, { cus_ada: 1, cus_bob: 1 }),
+    ...compare('email', result.emailsTo, { 'ada@example.com': 1, 'bob@example.com': 1 }),
+  ];
+}
+
+function compare(what: string, actual: Record<string, number>, expected: Record<string, number>) {
+  const found: string[] = [];
+  for (const who of Object.keys({ ...expected, ...actual })) {
+    const want = expected[who] ?? 0;
+    const got = actual[who] ?? 0;
+    if (got > want) found.push(`${what} for ${who}: ${got}, expected ${want}`);
+    else if (got < want)
+      found.push(`${what} for ${who} is missing (or was replayed from another user's)`);
+  }
+  return found;
 }

@@ -41,6 +41,10 @@ export interface MainResult {
   replayed: number;
   /** Tickets created more than once for the same user turn and title (must be 0). */
   duplicates: number;
+  /** Each user turn the apps sent (a turn id and a title), with the tickets created for it. */
+  turns: Array<{ user: string; title: string; tickets: number }>;
+  /** Tickets created for no turn an app sent (must be 0). */
+  strays: number;
   transcript: string[];
 }
 
@@ -76,6 +80,8 @@ export async function main(options: MainOptions = {}): Promise<MainResult> {
   const helpdesk = new Helpdesk();
   let calls = 0;
   let replayed = 0;
+  /** The user turns sent, by turn id and title: each must get exactly one ticket. */
+  const sent = new Map<string, { user: string; turn: string; title: string }>();
   const start = async () => {
     const store = openSqliteStore(dbPath);
     const idempotency = createIdempotency({ store });
@@ -88,6 +94,8 @@ export async function main(options: MainOptions = {}): Promise<MainResult> {
   /** One `create_ticket` call as the app sees it: a result, or a lost reply. */
   const createTicket = async (app: App, title: string) => {
     calls++;
+    const turn = app.meta()[TURN_ID_META];
+    sent.set(`${turn} ${title}`, { user: app.user, turn, title });
     try {
       const result = (await app.client.callTool({
         name: 'create_ticket',
@@ -160,5 +168,44 @@ export async function main(options: MainOptions = {}): Promise<MainResult> {
   log(
     duplicates === 0 ? 'Every user turn got its ticket once.' : `${duplicates} duplicate tickets!`,
   );
-  return { sideEffects: helpdesk.tickets.length, calls, replayed, duplicates, transcript };
+  // The server's turn of a ticket is the client's turn id, scoped by the client's name.
+  const forTurn = (
+    ticket: { turn: string | undefined; title: string },
+    turn: string,
+    title: string,
+  ) => ticket.title === title && ticket.turn?.includes(turn) === true;
+  const turns = [...sent.values()].map(({ user, turn, title }) => ({
+    user,
+    title,
+    tickets: helpdesk.tickets.filter((t) => forTurn(t, turn, title)).length,
+  }));
+  const strays = helpdesk.tickets.filter(
+    (t) => ![...sent.values()].some(({ turn, title }) => forTurn(t, turn, title)),
+  ).length;
+  return {
+    sideEffects: helpdesk.tickets.length,
+    calls,
+    replayed,
+    duplicates,
+    turns,
+    strays,
+    transcript,
+  };
+}
+
+/**
+ * What `npm start` (and the root `pnpm demo`, through it) checks: exactly one ticket per user
+ * turn. A turn with two tickets (a retry that ran again), a turn with none (missing: or Bob's
+ * turn handed Alice's ticket, replayed) or a ticket for no turn is a problem; `[]` when all is
+ * well.
+ */
+export function problems(result: Pick<MainResult, 'turns' | 'strays'>): string[] {
+  const found: string[] = [];
+  for (const { user, title, tickets } of result.turns) {
+    if (tickets > 1) found.push(`${user}'s turn "${title}": ${tickets} tickets, expected 1`);
+    if (tickets === 0)
+      found.push(`${user}'s turn "${title}": no ticket (missing, or another user's replayed)`);
+  }
+  if (result.strays > 0) found.push(`${result.strays} ticket(s) for no turn a user sent`);
+  return found;
 }

@@ -1,7 +1,9 @@
-import { main } from './agent.js';
+import { main, problems } from './agent.js';
 
 const result = await main({ print: (line) => console.log(line) });
-if (result.duplicates > 0) {
-  console.error('\nA side effect ran twice: the tool was not idempotent.');
+// One ticket per user turn: none twice, none missing, none given to another user's turn.
+const found = problems(result);
+if (found.length > 0) {
+  console.error(`\nThe tickets are not one per user turn:\n  ${found.join('\n  ')}`);
   process.exit(1);
 }

@@ -12,14 +12,14 @@
  * cannot be made to fail on cue).
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   createIdempotency,
   createToolDispatcher,
   type Idempotency,
-  wrapAgentTools,
 } from '@idempotent-tools/openai';
+import { wrapAgentTools } from '@idempotent-tools/openai/agents';
 import { type ModelTurn, startScriptedServer } from '@idempotent-tools/openai/testing';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
@@ -39,12 +39,16 @@ type TicketArgs = z.infer<typeof ticketArgs>;
 /** The side effect: a ticket system with no idempotency of its own. */
 class TicketSystem {
   readonly tickets: Array<{ id: string; title: string; requester: string }> = [];
-  constructor(private readonly print: (line: string) => void) {}
   create(args: TicketArgs, requester: string) {
     const ticket = { id: `T-${this.tickets.length + 1}`, title: args.title, requester };
     this.tickets.push(ticket);
-    this.print(`    side effect: ticket ${ticket.id} opened for ${requester}`);
     return { ticket: ticket.id, title: args.title, priority: args.priority };
+  }
+  /** The transcript lines of the tickets opened since `since` (a count of tickets). */
+  openedSince(since: number): string[] {
+    return this.tickets
+      .slice(since)
+      .map((t) => `    side effect: ticket ${t.id} opened for ${t.requester}`);
   }
 }
 
@@ -124,16 +128,16 @@ export async function main(options: MainOptions = {}) {
   });
   const store = openSqliteStore(dbFile);
   const idempotency = createIdempotency({ store });
-  const system = new TicketSystem(print);
+  const system = new TicketSystem();
   let replayed = 0;
   const countReplays = (output: string) => {
     if (output.includes('"replayed":true')) replayed++;
   };
 
   print(
-    `OpenAI function calling over a flaky network (${live ? `real API, ${model}` : `offline: scripted server at ${server?.baseURL}`})`,
+    `OpenAI function calling over a flaky network (${live ? `real API, ${model}` : 'offline: a scripted OpenAI-compatible server on 127.0.0.1'})`,
   );
-  print(`Store: SQLite ${dbFile}`);
+  print(`Store: SQLite ${relative(process.cwd(), dbFile) || dbFile}`);
   const prompt = 'The printer on floor 3 is on fire';
   try {
     print('\n1. Chat Completions + createToolDispatcher');
@@ -153,7 +157,27 @@ export async function main(options: MainOptions = {}) {
     `\n${system.tickets.length} ticket(s) opened for 3 requests of 3 users; ${replayed} repeated call(s) replayed; ${duplicates} duplicate(s).`,
   );
   const users = system.tickets.map((t) => t.requester);
-  return { sideEffects: system.tickets.length, duplicates, replayed, users, transcript };
+  const ticketsBy: Record<string, number> = {};
+  for (const user of users) ticketsBy[user] = (ticketsBy[user] ?? 0) + 1;
+  return { sideEffects: system.tickets.length, duplicates, replayed, users, ticketsBy, transcript };
+}
+
+/**
+ * What `npm start` (and the root `pnpm demo`, through it) checks: one ticket each for Ann, Bob
+ * and Cy. A ticket opened twice, one that is missing (Bob handed Ann's ticket, replayed, has
+ * none of his own) or one for someone else is a problem; `[]` when all is well.
+ */
+export function problems(result: { ticketsBy: Record<string, number> }): string[] {
+  const expected: Record<string, number> = { ann: 1, bob: 1, cy: 1 };
+  const found: string[] = [];
+  for (const who of Object.keys({ ...expected, ...result.ticketsBy })) {
+    const want = expected[who] ?? 0;
+    const got = result.ticketsBy[who] ?? 0;
+    if (got > want) found.push(`ticket for ${who}: ${got}, expected ${want}`);
+    else if (got < want)
+      found.push(`ticket for ${who} is missing (or was replayed from another user's)`);
+  }
+  return found;
 }
 
 interface App {
@@ -213,8 +237,13 @@ async function chatCompletions(app: App, chat: Chat, prompt: string, live: boole
           if (call.type === 'function')
             print(`  model: ${call.function.name}(${call.function.arguments}) [${call.id}]`);
         }
+        // The calls of one message run in parallel: their side effects, then their results in
+        // the order of the calls, once all are done (a transcript in the same order every run).
+        const before = system.tickets.length;
         // The chat id tells this conversation from every other one with the same words.
-        for (const out of await tools.runChat(message, { messages, conversationId: chat.id })) {
+        const outputs = await tools.runChat(message, { messages, conversationId: chat.id });
+        for (const line of system.openedSince(before)) print(line);
+        for (const out of outputs) {
           print(`  tool -> ${out.content} [${out.tool_call_id}]`);
           countReplays(out.content as string);
           messages.push(out);
@@ -245,22 +274,39 @@ async function agentsSdk(app: App, chat: Chat, live: boolean) {
       model: new OpenAIResponsesModel(openai, model),
     }),
   );
+  // The tool calls of one run, printed when the run is over (its calls may run in parallel):
+  // the calls, their side effects, then their results, in the order the calls started.
+  let calls: Array<{ call: string; output?: string }> = [];
+  let before = 0;
   agent.on('agent_tool_start', (_ctx, _tool, { toolCall }) => {
     if (toolCall.type === 'function_call') {
-      print(`  model: ${toolCall.name}(${toolCall.arguments}) [${toolCall.callId}]`);
+      calls.push({ call: `${toolCall.name}(${toolCall.arguments}) [${toolCall.callId}]` });
     }
   });
   agent.on('agent_tool_end', (_ctx, _tool, output, { toolCall }) => {
-    print(`  tool -> ${output} [${(toolCall as { callId?: string }).callId}]`);
+    const id = (toolCall as { callId?: string }).callId;
+    const entry = calls.find((c) => c.call.endsWith(` [${id}]`));
+    if (entry) entry.output = `${output} [${id}]`;
     countReplays(output);
   });
+  const flush = () => {
+    for (const c of calls) print(`  model: ${c.call}`);
+    for (const line of system.openedSince(before)) print(line);
+    for (const c of calls) if (c.output !== undefined) print(`  tool -> ${c.output}`);
+    calls = [];
+    before = system.tickets.length;
+  };
   const input = 'The VPN drops every five minutes';
   print(`  ${chat.user} (${chat.id}): ${input}`);
   let loseAnswer = live;
   for (let attempt = 1; attempt <= 3; attempt++) {
+    before = system.tickets.length;
     try {
       // The chat id travels in the run context (and in a saved RunState, for approvals).
-      const result = await run(agent, input, { maxTurns: 4, context: { conversationId: chat.id } });
+      const result = await run(agent, input, {
+        maxTurns: 4,
+        context: { conversationId: chat.id },
+      }).finally(flush);
       if (loseAnswer) {
         loseAnswer = false;
         throw new Error('simulated: the answer was lost on the way');

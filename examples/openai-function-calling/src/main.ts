@@ -1,8 +1,10 @@
-import { main } from './agent.js';
+import { main, problems } from './agent.js';
 
 const result = await main({ print: (line) => console.log(line) });
-// One ticket per request, whatever the network and the retries did.
-if (result.duplicates > 0) {
-  console.error('\nA side effect ran twice: the tools were not idempotent.');
+// One ticket per request, whatever the network and the retries did: none twice, none missing
+// (Bob got his own, not Ann's replayed), none for someone else.
+const found = problems(result);
+if (found.length > 0) {
+  console.error(`\nThe tickets are not one per request:\n  ${found.join('\n  ')}`);
   process.exit(1);
 }

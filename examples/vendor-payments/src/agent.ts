@@ -86,7 +86,13 @@ async function runAgent(
 ): Promise<AgentRun> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(exampleDir, 'src/agent-process.ts'), JSON.stringify(input)],
+    [
+      '--disable-warning=ExperimentalWarning', // Node 22's warning on loading node:sqlite
+      '--import',
+      'tsx',
+      join(exampleDir, 'src/agent-process.ts'),
+      JSON.stringify(input),
+    ],
     { cwd: exampleDir, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   onStart(() => child.kill('SIGKILL'));

@@ -1,5 +1,9 @@
 #!/usr/bin/env node
-import { main } from './main.js';
+import { quietSqliteWarning } from './quiet.js';
+
+// Before node:sqlite can load (main.js loads the stores): Node 22 would print its warning.
+quietSqliteWarning();
+const { main } = await import('./main.js');
 
 const code = await main(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),

@@ -3,6 +3,7 @@ import {
   type AuditEntry,
   type AuditStats,
   CALL_OUTCOMES,
+  closestName,
   createIdempotency,
   type IdempotencyEvent,
   type IdempotencyStore,
@@ -28,6 +29,7 @@ import {
   when,
 } from './format.js';
 import { CliError, EXIT, type OpenedStore, openStore } from './open-store.js';
+import { outcomeText, readOutcome } from './outcome.js';
 
 export const VERSION = '0.1.0';
 
@@ -58,22 +60,26 @@ Store (every command):
   --schema NAME        PostgreSQL schema [public]
   --prefix PREFIX      Redis key prefix [idem:]
   --audit-table NAME   audit table, SQLite and PostgreSQL, read when it exists [idempotency_audit]
-  --timeout DURATION   longest wait to connect [5s]
-  --json               JSON for scripts instead of tables
+  --timeout DURATION   longest wait to connect, at most 1h [5s]
+  --json               one JSON object on stdout instead of tables (errors: JSON on stderr)
 
-inspect:  --show-outcome   also print the stored outcome (it may hold sensitive data)
+inspect:  --show-outcome   also print the outcome the call returned: its value, or the terminal
+                           error (name, message, code); an encrypted one is not decrypted (it
+                           may hold sensitive data)
 list:     --tool NAME  --turn ID  --scope S  --state in_progress|stale|completed|failed
-          --limit N [50]  --cursor C (from the previous page)  --all (every page)
+          --limit N (1 to 1000) [50]  --cursor C (from the previous page)  --all (every page)
 stats:    --tool NAME  --turn ID  --scope S  --since DURATION (audit window) [24h]
 purge:    --expired (required)  --audit-retention DURATION (also delete older audit events)
 settle:   --value JSON (the outcome, replayed from then on) or --released (the call may run again)
           --by WHO and --reason WHY (both required, kept in the audit trail)
-          --ttl DURATION (how long a settled outcome is kept) [24h]
+          --ttl DURATION (how long a settled outcome is kept, at most 366d) [24h]
           Only a stale record (its lease ran out) is settled: a running attempt never is.
           The 'settled' event is written to the audit table (--audit-table, created if missing)
           in the store's database (SQLite, PostgreSQL); Redis keeps no audit log: the event is
           printed on stderr as one JSON line. --value is refused on a store whose outcomes are
           encrypted (the CLI has no keys): settle with idempotency.settle() from your code.
+
+Durations: 500ms, 30s, 15m, 24h, 7d. A value that starts with - other than a number: --by=-x.
 
 Exit codes: 0 ok, 1 not found (inspect, settle), 2 usage or bad URL, 3 store unreachable or not
 set up, 4 unexpected error, 5 settle refused (the record is still running, or finished).
@@ -117,12 +123,149 @@ const ALLOWED: Record<string, readonly string[]> = {
   purge: [...COMMON, 'expired', 'audit-retention'],
   settle: [...COMMON, 'value', 'released', 'by', 'reason', 'ttl'],
 };
+const COMMANDS = Object.keys(ALLOWED);
 
 const SETTLE_USAGE =
   "idempotent-tools settle <key> (--value '<json>' | --released) --by WHO --reason WHY";
 
-const usage = (message: string) =>
-  new CliError(EXIT.usage, `${message} See idempotent-tools --help.`);
+/** Each command's usage, printed after a usage error of that command. */
+const USAGE: Record<string, string> = {
+  inspect: 'idempotent-tools inspect <key> [--show-outcome] [--store URL] [--json]',
+  list: 'idempotent-tools list [--tool NAME] [--turn ID] [--scope S]\n         [--state in_progress|stale|completed|failed] [--limit N] [--cursor C | --all]\n         [--store URL] [--json]',
+  stats:
+    'idempotent-tools stats [--tool NAME] [--turn ID] [--scope S] [--since DURATION]\n         [--store URL] [--json]',
+  purge: 'idempotent-tools purge --expired [--audit-retention DURATION] [--store URL] [--json]',
+  settle: `${SETTLE_USAGE}\n         [--ttl DURATION] [--store URL] [--json]`,
+};
+
+/** The usage of `command`, or the list of commands. */
+function usageOf(command: string | undefined): string {
+  const usage =
+    command !== undefined && USAGE[command] !== undefined
+      ? `Usage: ${USAGE[command]}`
+      : HELP.slice(HELP.indexOf('Usage:'), HELP.indexOf('\n\nStore'));
+  return `${usage}\nEvery option: idempotent-tools --help`;
+}
+
+/** A bad value: the message says what is wrong and what is expected. */
+const usage = (message: string) => new CliError(EXIT.usage, message);
+
+/** A bad command line (unknown command or option, a missing value): with the command's usage. */
+const badUsage = (message: string, command: string | undefined) =>
+  new CliError(EXIT.usage, message, usageOf(command));
+
+/** A value as the user typed it, quoted when that is needed to see it. */
+function shown(text: string): string {
+  return /^[\w.:+@/-]+$/.test(text) ? text : JSON.stringify(text);
+}
+
+/**
+ * The known name `name` was meant to be: core's `closestName` (edit distance), else two swapped
+ * neighbours (`lsit`), else the one name it starts (`--lim`).
+ */
+function suggestion(name: string, known: readonly string[]): string | undefined {
+  const close = closestName(name, known);
+  if (close !== undefined) return close;
+  const lower = name.toLowerCase();
+  const swapped = known.find((candidate) => {
+    if (candidate.length !== lower.length) return false;
+    const diff = [...candidate].flatMap((c, i) => (c === lower[i] ? [] : [i]));
+    return (
+      diff.length === 2 &&
+      diff[1] === diff[0]! + 1 &&
+      candidate[diff[0]!] === lower[diff[1]!] &&
+      candidate[diff[1]!] === lower[diff[0]!]
+    );
+  });
+  if (swapped !== undefined) return swapped;
+  const prefixed = lower.length >= 3 ? known.filter((c) => c.startsWith(lower)) : [];
+  return prefixed.length === 1 ? prefixed[0] : undefined;
+}
+
+/** A value of a string option may start with `-` only when it is a number (`--limit -1`). */
+const NEGATIVE_NUMBER = /^-\.?\d/;
+
+/**
+ * The command line, checked: every option is known, takes a value when it needs one (a
+ * negative number is a value, so `--limit -1` is told what is wrong with -1), and none is
+ * given to a flag. Usage errors name what was typed and the closest option or command.
+ */
+function parseCommandLine(argv: readonly string[]): { values: Values; positionals: string[] } {
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  const positionals = tokens.flatMap((t) => (t.kind === 'positional' ? [t.value] : []));
+  const first = positionals[0];
+  const command = first !== undefined && COMMANDS.includes(first) ? first : undefined;
+  const helpOrVersion = tokens.some(
+    (t) => t.kind === 'option' && (t.name === 'help' || t.name === 'version'),
+  );
+  const values: Record<string, string | boolean> = {};
+  for (const token of tokens) {
+    if (token.kind === 'positional' && token.value === first && command === undefined) {
+      if (helpOrVersion) continue;
+      const meant = suggestion(first, COMMANDS);
+      throw badUsage(
+        `unknown command ${shown(first)}${meant === undefined ? '' : `; did you mean ${meant}?`}`,
+        undefined,
+      );
+    }
+    if (token.kind !== 'option') continue;
+    const spec = (OPTIONS as Record<string, { type: string } | undefined>)[token.name];
+    if (spec === undefined) {
+      const long = token.rawName.startsWith('--');
+      const meant = long
+        ? suggestion(token.name, command === undefined ? Object.keys(OPTIONS) : ALLOWED[command]!)
+        : undefined;
+      // Close to an option of another command: say whose it is.
+      const elsewhere =
+        long && meant === undefined && command !== undefined
+          ? suggestion(token.name, Object.keys(OPTIONS))
+          : undefined;
+      const owners = COMMANDS.filter(
+        (c) => elsewhere !== undefined && ALLOWED[c]!.includes(elsewhere),
+      );
+      throw badUsage(
+        `unknown option ${token.rawName}${
+          meant !== undefined
+            ? `; did you mean --${meant}?`
+            : elsewhere !== undefined
+              ? ` (--${elsewhere} is an option of ${owners.join(', ')}, not of ${command})`
+              : ''
+        }`,
+        command,
+      );
+    }
+    if (spec.type === 'boolean') {
+      if (token.value !== undefined) {
+        throw badUsage(
+          `${token.rawName} takes no value, got ${token.rawName}=${shown(token.value)}.`,
+          command,
+        );
+      }
+      values[token.name] = true;
+      continue;
+    }
+    const value = token.value;
+    const missing =
+      value === undefined ||
+      (token.inlineValue === false && value.startsWith('-') && !NEGATIVE_NUMBER.test(value));
+    if (missing) {
+      throw badUsage(
+        value === undefined
+          ? `${token.rawName} needs a value.`
+          : `${token.rawName} needs a value, got the option ${shown(value)} after it (a value that starts with - is written ${token.rawName}=VALUE).`,
+        command,
+      );
+    }
+    values[token.name] = value;
+  }
+  return { values: values as Values, positionals };
+}
 
 /** Run the CLI; resolves to the exit code. */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
@@ -130,18 +273,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   let json = argv.includes('--json');
   let opened: OpenedStore | undefined;
   try {
-    let parsed: { values: Values; positionals: string[] };
-    try {
-      parsed = parseArgs({
-        args: [...argv],
-        options: OPTIONS,
-        allowPositionals: true,
-        strict: true,
-      });
-    } catch (error) {
-      throw usage(error instanceof Error ? error.message : String(error));
-    }
-    const { values, positionals } = parsed;
+    const { values, positionals } = parseCommandLine(argv);
     json = values.json === true;
     if (values.version === true) {
       io.stdout(json ? `${JSON.stringify({ version: VERSION })}\n` : `${VERSION}\n`);
@@ -156,19 +288,19 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       io.stderr(HELP);
       return EXIT.usage;
     }
-    const allowed = ALLOWED[command];
-    if (allowed === undefined) throw usage(`Unknown command ${JSON.stringify(command)}.`);
+    const allowed = ALLOWED[command]!;
     for (const name of Object.keys(values)) {
-      if (!allowed.includes(name)) throw usage(`--${name} does not apply to ${command}.`);
+      if (!allowed.includes(name)) {
+        throw badUsage(`--${name} does not apply to ${command}.`, command);
+      }
     }
     const takesKey = command === 'inspect' || command === 'settle';
     if (takesKey ? rest.length !== 1 : rest.length !== 0) {
-      throw usage(
-        command === 'inspect'
-          ? 'inspect takes exactly one key: idempotent-tools inspect <key>.'
-          : command === 'settle'
-            ? `settle takes exactly one key: ${SETTLE_USAGE}.`
-            : `${command} takes no positional argument, got ${JSON.stringify(rest.join(' '))}.`,
+      throw badUsage(
+        takesKey
+          ? `${command} takes exactly one key, got ${rest.length === 0 ? 'none' : rest.map(shown).join(' ')}.`
+          : `${command} takes no positional argument, got ${rest.map(shown).join(' ')}.`,
+        command,
       );
     }
     const settlement = command === 'settle' ? toSettlement(rest[0]!, values) : undefined;
@@ -176,15 +308,15 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       throw usage('purge needs --expired: it only deletes records whose retention has passed.');
     }
 
+    const timeoutMs = durationOption('--timeout', values.timeout, MAX_TIMEOUT) ?? 5000;
+    const auditRetentionMs = durationOption('--audit-retention', values['audit-retention']);
+    const sinceMs = durationOption('--since', values.since) ?? 24 * 3_600_000;
+    const ttlMs = durationOption('--ttl', values.ttl, MAX_TTL) ?? 24 * 3_600_000;
+    const listFilter = command === 'list' ? toListFilter(values) : undefined;
     const url = values.store ?? io.env.IDEMPOTENT_TOOLS_STORE;
     if (url === undefined || url === '') {
       throw usage('No store: pass --store URL or set IDEMPOTENT_TOOLS_STORE.');
     }
-    const timeoutMs = durationOption('--timeout', values.timeout) ?? 5000;
-    const auditRetentionMs = durationOption('--audit-retention', values['audit-retention']);
-    const sinceMs = durationOption('--since', values.since) ?? 24 * 3_600_000;
-    const ttlMs = durationOption('--ttl', values.ttl) ?? 24 * 3_600_000;
-    const listFilter = command === 'list' ? toListFilter(values) : undefined;
 
     const auditErrors: unknown[] = [];
     opened = await openStore(url, {
@@ -237,10 +369,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
             : EXIT.internal;
     const message = error instanceof Error ? error.message : String(error);
     const name = Object.entries(EXIT).find(([, c]) => c === code)?.[0] ?? 'internal';
+    const usageText = error instanceof CliError ? error.usage : undefined;
     io.stderr(
       json
-        ? `${JSON.stringify({ error: { code: name, exitCode: code, message } })}\n`
-        : `idempotent-tools: ${message}\n`,
+        ? `${JSON.stringify({ error: { code: name, exitCode: code, message, usage: usageText ?? null } })}\n`
+        : `idempotent-tools: ${message}\n${usageText === undefined ? '' : `\n${usageText}\n`}`,
     );
     return code;
   } finally {
@@ -248,12 +381,21 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   }
 }
 
-function durationOption(option: string, text: string | undefined): number | undefined {
+/** Longest `--timeout`: an hour (a connection that takes longer is down). */
+const MAX_TIMEOUT = 3_600_000;
+/** Longest `--ttl`: the executor's limit, 366 days. */
+const MAX_TTL = 366 * 86_400_000;
+
+function durationOption(
+  option: string,
+  text: string | undefined,
+  max?: number,
+): number | undefined {
   if (text === undefined) return undefined;
   const ms = parseDuration(text);
-  if (ms === undefined) {
+  if (ms === undefined || (max !== undefined && ms > max)) {
     throw usage(
-      `${option} must be a duration such as 500ms, 30s, 15m, 24h or 7d, got ${JSON.stringify(text)}.`,
+      `${option} must be a duration such as 500ms, 30s, 15m, 24h or 7d${max === undefined ? '' : `, at most ${duration(max)}`}, got ${shown(text)}.`,
     );
   }
   return ms;
@@ -307,7 +449,7 @@ function toListFilter(values: Values): ListFilter {
   if (values.state !== undefined) {
     if (!INSPECTION_STATES.includes(values.state as InspectionState)) {
       throw usage(
-        `--state must be one of ${INSPECTION_STATES.join(', ')}, got ${JSON.stringify(values.state)}.`,
+        `--state must be one of ${INSPECTION_STATES.join(', ')}, got ${shown(values.state)}.`,
       );
     }
     filter.state = values.state as InspectionState;
@@ -315,9 +457,7 @@ function toListFilter(values: Values): ListFilter {
   if (values.limit !== undefined) {
     const limit = Number(values.limit);
     if (!/^\d+$/.test(values.limit) || limit < 1 || limit > 1000) {
-      throw usage(
-        `--limit must be a whole number from 1 to 1000, got ${JSON.stringify(values.limit)}.`,
-      );
+      throw usage(`--limit must be a whole number from 1 to 1000, got ${shown(values.limit)}.`);
     }
     filter.limit = limit;
   }
@@ -340,9 +480,11 @@ async function inspect(
   err: (text: string) => void,
 ): Promise<number> {
   const record = await opened.store.get(key);
+  const where = opened.auditName ?? null;
   if (record === undefined) {
     // JSON on stdout for scripts; for people, the message goes to stderr like every failure.
-    if (json) out({ key, found: false }, '');
+    if (json)
+      out({ key, found: false, record: null, outcome: null, audit: where, auditTrail: null }, '');
     else
       err(
         `No live record under ${key}: never stored, released after a retryable error, or expired.`,
@@ -355,15 +497,18 @@ async function inspect(
   const { outcome, ...rest } = record;
   const state = inspectionStateOf(record, t);
   const outcomeBytes = outcome === undefined ? undefined : Buffer.byteLength(outcome);
+  const shownOutcome = showOutcome && outcome !== undefined ? readOutcome(outcome) : undefined;
   const value = {
+    key,
     found: true,
     record: {
       ...rest,
       inspectionState: state,
       ...(outcomeBytes === undefined ? {} : { outcomeBytes }),
-      ...(showOutcome && outcome !== undefined ? { outcome } : {}),
     },
-    audit: trail ?? null,
+    outcome: shownOutcome ?? null,
+    audit: where,
+    auditTrail: trail ?? null,
   };
   const lines: Array<[string, string]> = [
     ['key', record.key],
@@ -380,7 +525,9 @@ async function inspect(
   if (outcomeBytes !== undefined) {
     lines.push([
       'outcome',
-      showOutcome ? (outcome ?? '') : `${outcomeBytes} bytes (--show-outcome prints it)`,
+      shownOutcome === undefined
+        ? `${outcomeBytes} bytes (--show-outcome prints it)`
+        : outcomeText(shownOutcome),
     ]);
   }
   let text = fields(lines);
@@ -453,7 +600,7 @@ async function list(
         );
   if (records.length > 0) text += `\n\n${records.length} record${records.length === 1 ? '' : 's'}`;
   if (cursor !== undefined) text += `; more: --cursor ${cursor} (or --all)`;
-  out(cursor === undefined ? { records } : { records, cursor }, text);
+  out({ records, cursor: cursor ?? null }, text);
   return EXIT.ok;
 }
 
@@ -468,7 +615,7 @@ async function stats(
   const { store } = opened;
   if (store.stats === undefined) throw usage(`The ${store.name} store cannot count records.`);
   const records: StoreStats = await store.stats(filter);
-  const since = now() - sinceMs;
+  const since = Math.max(0, now() - sinceMs);
   const calls: AuditStats | undefined =
     opened.audit === undefined ? undefined : await opened.audit.stats({ ...filter, since });
   let text = `Records (live, ${store.name} store)\n${fields([
@@ -494,9 +641,19 @@ async function stats(
   out(
     {
       store: store.name,
-      records,
-      calls: calls ?? null,
-      ...(calls === undefined ? { auditNote: opened.auditNote ?? 'no audit log' } : {}),
+      at: records.at,
+      total: records.records,
+      inProgress: records.inProgress,
+      stale: records.stale,
+      completed: records.completed,
+      failed: records.failed,
+      since,
+      calls: calls?.calls ?? null,
+      replays: calls?.replays ?? null,
+      replayRate: calls?.replayRate ?? null,
+      byOutcome: calls?.byOutcome ?? null,
+      audit: opened.auditName ?? null,
+      auditNote: calls === undefined ? (opened.auditNote ?? 'no audit log') : null,
     },
     text,
   );
@@ -628,7 +785,7 @@ async function settle(
         fingerprint: previous.fingerprint,
         createdAt: previous.createdAt,
         leaseExpiresAt: previous.leaseExpiresAt,
-        ...(previous.meta === undefined ? {} : { meta: previous.meta }),
+        meta: previous.meta ?? null,
       },
       audit: opened.audit === undefined ? null : opened.auditName,
     },

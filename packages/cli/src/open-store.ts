@@ -28,6 +28,8 @@ export class CliError extends Error {
   constructor(
     readonly exitCode: number,
     message: string,
+    /** Usage errors: the usage of the command (or of the CLI), printed after the message. */
+    readonly usage?: string,
   ) {
     super(message);
     this.name = 'CliError';

@@ -399,9 +399,9 @@ describe('sqlite: settle and the other commands', () => {
     expect(run.stdout).toContain(`audit              written to idempotency_audit in ${file}`);
 
     const stats = await cli(['stats', '--json', ...args]);
-    const calls = JSON.parse(stats.stdout).calls;
-    expect(calls).toMatchObject({ calls: 2, replays: 1, replayRate: 0.5 });
-    expect(calls.byOutcome).toMatchObject({ executed: 1, replayed: 1, settled: 1 });
+    const counts = JSON.parse(stats.stdout);
+    expect(counts).toMatchObject({ calls: 2, replays: 1, replayRate: 0.5 });
+    expect(counts.byOutcome).toMatchObject({ executed: 1, replayed: 1, settled: 1 });
     const text = await cli(['stats', ...args]);
     expect(text.stdout).toContain('by outcome   executed 1, replayed 1, settled 1');
 
@@ -409,7 +409,7 @@ describe('sqlite: settle and the other commands', () => {
     expect(inspect.stdout).toMatch(/^state\s+completed$/m);
     expect(inspect.stdout).toMatch(/settled .* completed by ops: seen$/m);
     const json = JSON.parse((await cli(['inspect', key, '--json', ...args])).stdout);
-    expect(json.audit[0]).toMatchObject({
+    expect(json.auditTrail[0]).toMatchObject({
       outcome: 'settled',
       operator: { by: 'ops', reason: 'seen', action: 'completed' },
     });

@@ -1,3 +1,6 @@
+// Kept in the emitted .d.ts, which names Node types: a strict project without @types/node of
+// its own still gets them (this package depends on @types/node).
+/// <reference types="node" preserve="true" />
 import { createHmac, type KeyObject } from 'node:crypto';
 import { canonicalize, sha256 } from './canonicalize.js';
 import { InvalidInputError } from './errors/index.js';

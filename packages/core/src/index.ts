@@ -22,6 +22,7 @@ export type { VendorCallArgs, VendorCallFunction, VendorCallPolicy } from './led
 export * from './logger-sink.js';
 export * from './memory-store.js';
 export * from './model-output.js';
+export { closestName } from './option-names.js';
 export * from './replay-rate-monitor.js';
 export * from './sinks.js';
 export type * from './store.js';

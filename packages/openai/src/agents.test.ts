@@ -10,16 +10,14 @@ import {
 import { assistantMessage, functionCall, modelError, ScriptedModel } from '@openai/agents/testing';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
+import { AGENTS_DEFAULT_ERROR_OUTPUT, wrapAgentTools, wrapFunctionTool } from './agents.js';
 import {
-  AGENTS_DEFAULT_ERROR_OUTPUT,
   ConfigurationError,
   createIdempotency,
   createMemoryStore,
   type Idempotency,
   RETRY_SAFE_NOTE,
   RETRY_UNSAFE_NOTE,
-  wrapAgentTools,
-  wrapFunctionTool,
 } from './index.js';
 import { client, ticketArgs, ticketModel, ticketSystem, withRetries } from './test-utils/app.js';
 import { type ScriptedServer, startScriptedServer } from './testing/index.js';

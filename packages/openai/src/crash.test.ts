@@ -8,7 +8,8 @@ import { countEffects } from '@idempotent-tools/testing';
 import { Agent, run, setTracingDisabled, tool } from '@openai/agents';
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
 import { afterAll, describe, expect, test } from 'vitest';
-import { createIdempotency, createToolDispatcher, wrapAgentTools } from './index.js';
+import { wrapAgentTools } from './agents.js';
+import { createIdempotency, createToolDispatcher } from './index.js';
 import {
   CRASH_PROMPT,
   chatTurn,

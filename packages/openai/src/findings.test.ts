@@ -12,6 +12,7 @@ import type {
 import type { FunctionTool, ResponseInput } from 'openai/resources/responses/responses';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
+import { wrapAgentTools } from './agents.js';
 import {
   ConfigurationError,
   createIdempotency,
@@ -19,7 +20,6 @@ import {
   createToolDispatcher,
   type Idempotency,
   type ToolDispatcher,
-  wrapAgentTools,
 } from './index.js';
 import {
   type ModelTurn,

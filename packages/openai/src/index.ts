@@ -4,12 +4,8 @@ export {
   TURN_LINK_TOOL,
   type ValidateFunction,
 } from '@idempotent-tools/core/adapter-kit';
-export {
-  AGENTS_DEFAULT_ERROR_OUTPUT,
-  type AgentToolOptions,
-  wrapAgentTools,
-  wrapFunctionTool,
-} from './agents.js';
+// The Agents SDK wrappers are on their own entry, `@idempotent-tools/openai/agents`: their types
+// name `@openai/agents`, an optional peer a Chat Completions or Responses user does not install.
 export {
   createToolDispatcher,
   type DispatchCall,

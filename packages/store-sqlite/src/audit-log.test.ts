@@ -12,6 +12,7 @@ import {
   openSqliteStore,
   StoreUnavailableError,
 } from './index.js';
+import { betterTest } from './test-utils/better-sqlite3.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sqlite-audit-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -120,7 +121,7 @@ describe('createSqliteAuditLog', () => {
     await audit.close();
   });
 
-  test('query filters and pages with a cursor', async () => {
+  betterTest('query filters and pages with a cursor', async () => {
     const audit = createSqliteAuditLog(new Database(':memory:'), {
       now: () => 10_000,
       batchSize: 7,

@@ -13,6 +13,7 @@ import {
 } from '@idempotent-tools/testing';
 import { afterAll, describe, expect, test } from 'vitest';
 import { openSqliteStore } from './index.js';
+import { betterTest, driverTest } from './test-utils/better-sqlite3.js';
 
 const storeModule = fileURLToPath(new URL('./test-utils/worker-store.ts', import.meta.url));
 const claimRace = fileURLToPath(new URL('./test-utils/claim-race.ts', import.meta.url));
@@ -55,104 +56,126 @@ describe('sqlite store across processes (one file)', () => {
     expectOneExecution(reports, effectsFile, 1000);
   }, 60_000);
 
-  test('2 node:sqlite + 2 better-sqlite3 processes x 250 calls on one file: one execution', async () => {
-    const { effectsFile, turnId } = newScenarioFiles();
-    const file = newFile();
-    const startAt = Date.now() + 2000;
-    const reports = (
-      await Promise.all(
-        (['node:sqlite', 'better-sqlite3'] as const).map((driver) =>
-          runWorkers({
-            kind: 'race',
-            processes: 2,
-            calls: 250,
-            storeModule,
-            execArgv,
-            env: env(file, driver),
-            effectsFile,
-            turnId,
-            startAt,
-          }),
+  betterTest(
+    '2 node:sqlite + 2 better-sqlite3 processes x 250 calls on one file: one execution',
+    async () => {
+      const { effectsFile, turnId } = newScenarioFiles();
+      const file = newFile();
+      const startAt = Date.now() + 2000;
+      const reports = (
+        await Promise.all(
+          (['node:sqlite', 'better-sqlite3'] as const).map((driver) =>
+            runWorkers({
+              kind: 'race',
+              processes: 2,
+              calls: 250,
+              storeModule,
+              execArgv,
+              env: env(file, driver),
+              effectsFile,
+              turnId,
+              startAt,
+            }),
+          ),
+        )
+      ).flat();
+      expectOneExecution(reports, effectsFile, 1000);
+    },
+    60_000,
+  );
+
+  betterTest(
+    'raw claims: 4 processes (both drivers) claim the same 2000 keys, each acquired once',
+    async () => {
+      const file = newFile();
+      const startAt = Date.now() + 1500;
+      const runs = await Promise.all(
+        (['node:sqlite', 'better-sqlite3', 'node:sqlite', 'better-sqlite3'] as const).map(
+          (driver) =>
+            runScript(claimRace, { ...env(file, driver), KEYS: '2000', START_AT: String(startAt) }),
         ),
-      )
-    ).flat();
-    expectOneExecution(reports, effectsFile, 1000);
-  }, 60_000);
+      );
+      const acquired = runs.flatMap((run) => {
+        expect(run.stderr).toBe('');
+        return (JSON.parse(run.stdout) as { acquired: string[] }).acquired;
+      });
+      expect(acquired).toHaveLength(2000);
+      expect(new Set(acquired).size).toBe(2000);
+    },
+    60_000,
+  );
 
-  test('raw claims: 4 processes (both drivers) claim the same 2000 keys, each acquired once', async () => {
-    const file = newFile();
-    const startAt = Date.now() + 1500;
-    const runs = await Promise.all(
-      (['node:sqlite', 'better-sqlite3', 'node:sqlite', 'better-sqlite3'] as const).map((driver) =>
-        runScript(claimRace, { ...env(file, driver), KEYS: '2000', START_AT: String(startAt) }),
-      ),
-    );
-    const acquired = runs.flatMap((run) => {
-      expect(run.stderr).toBe('');
-      return (JSON.parse(run.stdout) as { acquired: string[] }).acquired;
-    });
-    expect(acquired).toHaveLength(2000);
-    expect(new Set(acquired).size).toBe(2000);
-  }, 60_000);
-
-  test('write contention: 4 processes x 250 fresh calls each, no SQLITE_BUSY surfaces', async () => {
-    const file = newFile();
-    const startAt = Date.now() + 1500;
-    const runs = await Promise.all(
-      (['node:sqlite', 'better-sqlite3', 'node:sqlite', 'better-sqlite3'] as const).map((driver) =>
-        runScript(writeLoad, { ...env(file, driver), CALLS: '250', START_AT: String(startAt) }),
-      ),
-    );
-    for (const run of runs) {
-      expect(run.stderr).toBe('');
-      expect(JSON.parse(run.stdout)).toEqual({ executed: 250, replayed: 250, errors: [] });
-    }
-    const store = openSqliteStore(file);
-    const rows = store.database.prepare(`SELECT count(*) AS n FROM ${store.table}`).get();
-    expect(rows).toEqual({ n: 1000 });
-    await store.close();
-  }, 60_000);
+  betterTest(
+    'write contention: 4 processes x 250 fresh calls each, no SQLITE_BUSY surfaces',
+    async () => {
+      const file = newFile();
+      const startAt = Date.now() + 1500;
+      const runs = await Promise.all(
+        (['node:sqlite', 'better-sqlite3', 'node:sqlite', 'better-sqlite3'] as const).map(
+          (driver) =>
+            runScript(writeLoad, { ...env(file, driver), CALLS: '250', START_AT: String(startAt) }),
+        ),
+      );
+      for (const run of runs) {
+        expect(run.stderr).toBe('');
+        expect(JSON.parse(run.stdout)).toEqual({ executed: 250, replayed: 250, errors: [] });
+      }
+      const store = openSqliteStore(file);
+      const rows = store.database.prepare(`SELECT count(*) AS n FROM ${store.table}`).get();
+      expect(rows).toEqual({ n: 1000 });
+      await store.close();
+    },
+    60_000,
+  );
 
   for (const driver of ['node:sqlite', 'better-sqlite3'] as const) {
-    test(`crash after the effect, before the outcome is stored (${driver}): outcome_unknown, then reconcile`, async () => {
-      const { effectsFile, turnId } = newScenarioFiles();
-      const common = { storeModule, execArgv, env: env(newFile(), driver), effectsFile, turnId };
-      const [crashed] = await runWorkers({ ...common, kind: 'crash-after-effect', leaseMs: 500 });
-      expect(crashed?.signal).toBe('SIGKILL');
-      expect(crashed?.results).toEqual([]);
-      expect(countEffects(effectsFile)).toBe(1);
+    driverTest(driver)(
+      `crash after the effect, before the outcome is stored (${driver}): outcome_unknown, then reconcile`,
+      async () => {
+        const { effectsFile, turnId } = newScenarioFiles();
+        const common = { storeModule, execArgv, env: env(newFile(), driver), effectsFile, turnId };
+        const [crashed] = await runWorkers({ ...common, kind: 'crash-after-effect', leaseMs: 500 });
+        expect(crashed?.signal).toBe('SIGKILL');
+        expect(crashed?.results).toEqual([]);
+        expect(countEffects(effectsFile)).toBe(1);
 
-      await sleep(600); // the dead attempt's lease runs out
-      const [retry] = await runWorkers({ ...common, kind: 'retry', leaseMs: 500 });
-      expect(retry?.results).toMatchObject([{ ok: false, code: 'outcome_unknown' }]);
-      expect(countEffects(effectsFile)).toBe(1);
+        await sleep(600); // the dead attempt's lease runs out
+        const [retry] = await runWorkers({ ...common, kind: 'retry', leaseMs: 500 });
+        expect(retry?.results).toMatchObject([{ ok: false, code: 'outcome_unknown' }]);
+        expect(countEffects(effectsFile)).toBe(1);
 
-      const [effect] = readFileSync(effectsFile, 'utf8').split('\n');
-      const [reconciled] = await runWorkers({ ...common, kind: 'retry', reconcile: true });
-      expect(reconciled?.results).toEqual([
-        { ok: true, value: { effect }, replayed: true, outcome: 'reconciled' },
-      ]);
-      const [replayed] = await runWorkers({ ...common, kind: 'retry' });
-      expect(replayed?.results).toEqual([
-        { ok: true, value: { effect }, replayed: true, outcome: 'replayed' },
-      ]);
-      expect(countEffects(effectsFile)).toBe(1);
-    }, 60_000);
+        const [effect] = readFileSync(effectsFile, 'utf8').split('\n');
+        const [reconciled] = await runWorkers({ ...common, kind: 'retry', reconcile: true });
+        expect(reconciled?.results).toEqual([
+          { ok: true, value: { effect }, replayed: true, outcome: 'reconciled' },
+        ]);
+        const [replayed] = await runWorkers({ ...common, kind: 'retry' });
+        expect(replayed?.results).toEqual([
+          { ok: true, value: { effect }, replayed: true, outcome: 'replayed' },
+        ]);
+        expect(countEffects(effectsFile)).toBe(1);
+      },
+      60_000,
+    );
 
-    test(`crash after the outcome is stored (${driver}): the retry replays it`, async () => {
-      const { effectsFile, turnId } = newScenarioFiles();
-      const common = { storeModule, execArgv, env: env(newFile(), driver), effectsFile, turnId };
-      const [crashed] = await runWorkers({ ...common, kind: 'crash-after-persist' });
-      expect(crashed?.signal).toBe('SIGKILL');
-      expect(crashed?.results).toEqual([]);
+    driverTest(driver)(
+      `crash after the outcome is stored (${driver}): the retry replays it`,
+      async () => {
+        const { effectsFile, turnId } = newScenarioFiles();
+        const common = { storeModule, execArgv, env: env(newFile(), driver), effectsFile, turnId };
+        const [crashed] = await runWorkers({ ...common, kind: 'crash-after-persist' });
+        expect(crashed?.signal).toBe('SIGKILL');
+        expect(crashed?.results).toEqual([]);
 
-      const [effect] = readFileSync(effectsFile, 'utf8').split('\n');
-      const [retry] = await runWorkers({ ...common, kind: 'retry' });
-      expect(retry?.results).toEqual([
-        { ok: true, value: { effect }, replayed: true, outcome: 'replayed' },
-      ]);
-      expect(countEffects(effectsFile)).toBe(1);
-    }, 60_000);
+        const [effect] = readFileSync(effectsFile, 'utf8').split('\n');
+        const [retry] = await runWorkers({ ...common, kind: 'retry' });
+        expect(retry?.results).toEqual([
+          { ok: true, value: { effect }, replayed: true, outcome: 'replayed' },
+        ]);
+        expect(countEffects(effectsFile)).toBe(1);
+      },
+      60_000,
+    );
   }
 });
 

@@ -5,13 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import {
   createIdempotency,
   createSqliteStore,
   IdempotencyError,
   type SqliteStore,
 } from './index.js';
+import { betterTest, driverTest } from './test-utils/better-sqlite3.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'store-sqlite-outage-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -56,108 +57,120 @@ function harness(driver: 'node:sqlite' | 'better-sqlite3', file: string): Harnes
 
 describe('sqlite store outage', () => {
   for (const driver of ['node:sqlite', 'better-sqlite3'] as const) {
-    test(`connection closed mid-run (${driver}): store_unavailable, the tool does not run; reopened, nothing is lost`, async () => {
-      const file = join(dir, `${randomUUID()}.db`);
-      const h = harness(driver, file);
-      let idempotency = createIdempotency({ store: h.store, lease: 200 });
-      let runs = 0;
-      const tool = (args: { n: number }) => {
-        runs++;
-        return { n: args.n, at: runs };
-      };
-      const call = (turn: string, n: number) => ({ toolName: 'charge', turnId: turn, args: { n } });
+    driverTest(driver)(
+      `connection closed mid-run (${driver}): store_unavailable, the tool does not run; reopened, nothing is lost`,
+      async () => {
+        const file = join(dir, `${randomUUID()}.db`);
+        const h = harness(driver, file);
+        let idempotency = createIdempotency({ store: h.store, lease: 200 });
+        let runs = 0;
+        const tool = (args: { n: number }) => {
+          runs++;
+          return { n: args.n, at: runs };
+        };
+        const call = (turn: string, n: number) => ({
+          toolName: 'charge',
+          turnId: turn,
+          args: { n },
+        });
 
-      const done = await Promise.all(
-        Array.from({ length: 20 }, (_, n) => idempotency.run(call('done', n), tool)),
-      );
-      expect(runs).toBe(20);
+        const done = await Promise.all(
+          Array.from({ length: 20 }, (_, n) => idempotency.run(call('done', n), tool)),
+        );
+        expect(runs).toBe(20);
 
-      // A call is running when the connection goes away: its outcome cannot be stored. The
-      // connection goes once the tool runs (its claim is in), not after a guessed delay.
-      const running = Promise.withResolvers<void>();
-      const gate = Promise.withResolvers<void>();
-      const inFlight = idempotency
-        .run(call('in-flight', 0), async (args) => {
-          running.resolve();
-          await gate.promise;
-          return tool(args);
-        })
-        .catch((e: unknown) => e);
-      await running.promise;
-      h.close();
-      gate.resolve();
-      expect(codeOf(await inFlight)).toBe('persist_failed');
-      expect(runs).toBe(21);
+        // A call is running when the connection goes away: its outcome cannot be stored. The
+        // connection goes once the tool runs (its claim is in), not after a guessed delay.
+        const running = Promise.withResolvers<void>();
+        const gate = Promise.withResolvers<void>();
+        const inFlight = idempotency
+          .run(call('in-flight', 0), async (args) => {
+            running.resolve();
+            await gate.promise;
+            return tool(args);
+          })
+          .catch((e: unknown) => e);
+        await running.promise;
+        h.close();
+        gate.resolve();
+        expect(codeOf(await inFlight)).toBe('persist_failed');
+        expect(runs).toBe(21);
 
-      // While it is down every call fails closed: fresh calls and replays alike.
-      const down = await Promise.all([
-        ...Array.from({ length: 10 }, (_, n) =>
-          idempotency.run(call('fresh', n), tool).catch((e: unknown) => e),
-        ),
-        idempotency.run(call('done', 0), tool).catch((e: unknown) => e),
-      ]);
-      expect(down.map(codeOf)).toEqual(Array(11).fill('store_unavailable'));
-      expect(runs).toBe(21);
+        // While it is down every call fails closed: fresh calls and replays alike.
+        const down = await Promise.all([
+          ...Array.from({ length: 10 }, (_, n) =>
+            idempotency.run(call('fresh', n), tool).catch((e: unknown) => e),
+          ),
+          idempotency.run(call('done', 0), tool).catch((e: unknown) => e),
+        ]);
+        expect(down.map(codeOf)).toEqual(Array(11).fill('store_unavailable'));
+        expect(runs).toBe(21);
 
-      // Back: every completed record is still there and replays; the failed calls run once.
-      idempotency = createIdempotency({ store: h.reopen(), lease: 200 });
-      const replays = await Promise.all(
-        Array.from({ length: 20 }, (_, n) => idempotency.run(call('done', n), tool)),
-      );
-      expect(replays.map((r) => [r.replayed, r.value])).toEqual(done.map((r) => [true, r.value]));
-      const fresh = await Promise.all(
-        Array.from({ length: 10 }, (_, n) => idempotency.run(call('fresh', n), tool)),
-      );
-      expect(fresh.every((r) => !r.replayed)).toBe(true);
-      expect(runs).toBe(31);
-      // The attempt cut off mid-run is never re-run blindly.
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      const unknown = await idempotency.run(call('in-flight', 0), tool).catch((e: unknown) => e);
-      expect(codeOf(unknown)).toBe('outcome_unknown');
-      expect(runs).toBe(31);
-      h.end();
-    }, 30_000);
+        // Back: every completed record is still there and replays; the failed calls run once.
+        idempotency = createIdempotency({ store: h.reopen(), lease: 200 });
+        const replays = await Promise.all(
+          Array.from({ length: 20 }, (_, n) => idempotency.run(call('done', n), tool)),
+        );
+        expect(replays.map((r) => [r.replayed, r.value])).toEqual(done.map((r) => [true, r.value]));
+        const fresh = await Promise.all(
+          Array.from({ length: 10 }, (_, n) => idempotency.run(call('fresh', n), tool)),
+        );
+        expect(fresh.every((r) => !r.replayed)).toBe(true);
+        expect(runs).toBe(31);
+        // The attempt cut off mid-run is never re-run blindly.
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        const unknown = await idempotency.run(call('in-flight', 0), tool).catch((e: unknown) => e);
+        expect(codeOf(unknown)).toBe('outcome_unknown');
+        expect(runs).toBe(31);
+        h.end();
+      },
+      30_000,
+    );
   }
 
-  test('the write lock held by another process past busyTimeoutMs: store_unavailable, then back', async () => {
-    const file = join(dir, `${randomUUID()}.db`);
-    const db = new Database(file);
-    const store = createSqliteStore(db, { busyTimeoutMs: 200 });
-    const idempotency = createIdempotency({ store });
-    let runs = 0;
-    const tool = () => ++runs;
-    const done = await idempotency.run({ toolName: 't', turnId: 'done', args: {} }, tool);
+  betterTest(
+    'the write lock held by another process past busyTimeoutMs: store_unavailable, then back',
+    async () => {
+      const file = join(dir, `${randomUUID()}.db`);
+      const db = new Database(file);
+      const store = createSqliteStore(db, { busyTimeoutMs: 200 });
+      const idempotency = createIdempotency({ store });
+      let runs = 0;
+      const tool = () => ++runs;
+      const done = await idempotency.run({ toolName: 't', turnId: 'done', args: {} }, tool);
 
-    // Another process takes the write lock and keeps it until told to let go.
-    const locker = spawn(
-      process.execPath,
-      [
-        '-e',
-        `const db = new (require('node:sqlite').DatabaseSync)(process.argv[1]);
+      // Another process takes the write lock and keeps it until told to let go.
+      const locker = spawn(
+        process.execPath,
+        [
+          '-e',
+          `const db = new (require('node:sqlite').DatabaseSync)(process.argv[1]);
          db.exec('BEGIN IMMEDIATE'); console.log('locked');
          process.stdin.on('data', () => { db.exec('COMMIT'); db.close(); process.exit(0); });`,
-        file,
-      ],
-      { stdio: ['pipe', 'pipe', 'inherit'] },
-    );
-    await new Promise((resolve) => locker.stdout.once('data', resolve));
+          file,
+        ],
+        { stdio: ['pipe', 'pipe', 'inherit'] },
+      );
+      await new Promise((resolve) => locker.stdout.once('data', resolve));
 
-    const started = performance.now();
-    const failed = await idempotency
-      .run({ toolName: 't', turnId: 'fresh', args: {} }, tool)
-      .catch((e: unknown) => e);
-    expect(codeOf(failed)).toBe('store_unavailable');
-    expect((failed as Error).message).toContain('busyTimeoutMs (200 ms)');
-    expect(performance.now() - started).toBeGreaterThanOrEqual(150);
-    expect(runs).toBe(1);
-    // Readers never wait for the writer in WAL mode: replays keep working.
-    const replay = await idempotency.run({ toolName: 't', turnId: 'done', args: {} }, tool);
-    expect(replay).toMatchObject({ replayed: true, value: done.value });
+      const started = performance.now();
+      const failed = await idempotency
+        .run({ toolName: 't', turnId: 'fresh', args: {} }, tool)
+        .catch((e: unknown) => e);
+      expect(codeOf(failed)).toBe('store_unavailable');
+      expect((failed as Error).message).toContain('busyTimeoutMs (200 ms)');
+      expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+      expect(runs).toBe(1);
+      // Readers never wait for the writer in WAL mode: replays keep working.
+      const replay = await idempotency.run({ toolName: 't', turnId: 'done', args: {} }, tool);
+      expect(replay).toMatchObject({ replayed: true, value: done.value });
 
-    locker.stdin.write('go\n');
-    await new Promise((resolve) => locker.once('exit', resolve));
-    const fresh = await idempotency.run({ toolName: 't', turnId: 'fresh', args: {} }, tool);
-    expect(fresh).toMatchObject({ replayed: false, value: 2 });
-    db.close();
-  }, 30_000);
+      locker.stdin.write('go\n');
+      await new Promise((resolve) => locker.once('exit', resolve));
+      const fresh = await idempotency.run({ toolName: 't', turnId: 'fresh', args: {} }, tool);
+      expect(fresh).toMatchObject({ replayed: false, value: 2 });
+      db.close();
+    },
+    30_000,
+  );
 });

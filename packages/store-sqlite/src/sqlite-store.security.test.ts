@@ -14,6 +14,7 @@ import {
   type SqliteStore,
   StoreUnavailableError,
 } from './index.js';
+import { betterDescribe } from './test-utils/better-sqlite3.js';
 
 // Issue #10: hostile strings against a real SQLite file (both drivers), fail-open, table names.
 
@@ -32,7 +33,7 @@ runStoreFuzz({
 
 runStoreFuzz({
   name: 'sqlite store (better-sqlite3)',
-  describe,
+  describe: betterDescribe,
   test,
   expect,
   runs: Number(process.env.FUZZ_RUNS) || 200,

@@ -16,6 +16,7 @@ import {
   type SqliteStore,
   StoreUnavailableError,
 } from './index.js';
+import { betterDescribe, betterTest } from './test-utils/better-sqlite3.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'store-sqlite-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -88,7 +89,7 @@ for (const clock of ['virtual', 'real'] as const) {
 
   runStoreConformance({
     name: `sqlite store (better-sqlite3), ${clock} clock`,
-    describe,
+    describe: betterDescribe,
     test,
     expect,
     clock,
@@ -108,7 +109,7 @@ const claimInput = (key: string, ttlMs = 60_000) => ({
 });
 
 describe('createSqliteStore', () => {
-  test('takes both drivers, typed structurally', async () => {
+  betterTest('takes both drivers, typed structurally', async () => {
     const nodeDb: SqliteDatabaseLike = new DatabaseSync(':memory:');
     const betterDb: SqliteDatabaseLike = new Database(':memory:');
     const stores = [createSqliteStore(nodeDb), createSqliteStore(betterDb)];
@@ -155,12 +156,14 @@ describe('createSqliteStore', () => {
     expect(createSqliteStore(db, { table: 'Records_2' }).table).toBe('Records_2');
   });
 
-  test('a record another connection writes between the read and the upsert is never overwritten', async () => {
-    // The interloper is a trigger firing inside our INSERT, just before its conflict check: the
-    // interleaving of two processes, made deterministic.
-    for (const db of [new DatabaseSync(':memory:'), new Database(':memory:')]) {
-      const store = createSqliteStore(db);
-      db.exec(`CREATE TEMP TRIGGER other_process_wins BEFORE INSERT ON main.idempotency_records
+  betterTest(
+    'a record another connection writes between the read and the upsert is never overwritten',
+    async () => {
+      // The interloper is a trigger firing inside our INSERT, just before its conflict check: the
+      // interleaving of two processes, made deterministic.
+      for (const db of [new DatabaseSync(':memory:'), new Database(':memory:')]) {
+        const store = createSqliteStore(db);
+        db.exec(`CREATE TEMP TRIGGER other_process_wins BEFORE INSERT ON main.idempotency_records
         WHEN NEW.token = 'mine' BEGIN
           INSERT INTO main.idempotency_records
             (key, state, fingerprint, token, lease_expires_at, expires_at, created_at, outcome)
@@ -168,57 +171,61 @@ describe('createSqliteStore', () => {
             NEW.fingerprint, 'theirs', NEW.lease_expires_at, NEW.expires_at, NEW.created_at,
             CASE WHEN NEW.key = 'done' THEN '"their outcome"' END);
         END`);
-      for (const [key, status] of [
-        ['running', 'in_progress'],
-        ['done', 'completed'],
-      ] as const) {
-        const result = await store.claim({ ...claimInput(key), token: 'mine' });
-        expect(result.status).toBe(status);
-        expect(result.record.token).toBe('theirs');
-        expect((await store.get(key))?.token).toBe('theirs');
-      }
-      expect((await store.get('done'))?.outcome).toBe('"their outcome"');
-    }
-  });
-
-  test('a row the store did not write is a RecordIntegrityError (corrupt), never replayed and never store_unavailable', async () => {
-    for (const db of [new DatabaseSync(':memory:'), new Database(':memory:')]) {
-      const store = createSqliteStore(db);
-      const idempotency = createIdempotency({ store, onStoreUnavailable: 'fail-open' });
-      const rows: Array<[string, Record<string, unknown>]> = [
-        ['a finished row without outcome', {}],
-        ['a failed row without outcome', { state: 'failed' }],
-        ['an unknown state', { state: 'done', outcome: '{"v":1}' }],
-        ['a time that is text', { expires_at: 'tomorrow', outcome: '{"v":1}' }],
-        ['a fractional time', { lease_expires_at: 1.5, state: 'in_progress', outcome: null }],
-        ['a token that is a blob', { token: new Uint8Array([1, 2]), outcome: '{"v":1}' }],
-        ['an outcome that is a blob', { outcome: new Uint8Array([123, 125]) }],
-      ];
-      for (const [label, values] of rows) {
-        const call = { toolName: 't', turnId: `turn-${randomUUID()}`, args: {} };
-        const { key } = idempotency.keyOf(call);
-        writeRow(store, key, values);
-        for (const op of [() => store.claim(claimInput(key)), () => store.get(key)]) {
-          const error = await op().then(
-            () => undefined,
-            (e: unknown) => e,
-          );
-          expect(RecordIntegrityError.isInstance(error), label).toBe(true);
-          expect((error as RecordIntegrityError).reason).toBe('corrupt');
+        for (const [key, status] of [
+          ['running', 'in_progress'],
+          ['done', 'completed'],
+        ] as const) {
+          const result = await store.claim({ ...claimInput(key), token: 'mine' });
+          expect(result.status).toBe(status);
+          expect(result.record.token).toBe('theirs');
+          expect((await store.get(key))?.token).toBe('theirs');
         }
-        let runs = 0;
-        const error = await idempotency
-          .run(call, () => ++runs)
-          .then(
-            () => undefined,
-            (e: unknown) => e,
-          );
-        expect(RecordIntegrityError.isInstance(error), label).toBe(true);
-        expect(runs).toBe(0);
+        expect((await store.get('done'))?.outcome).toBe('"their outcome"');
       }
-      db.close();
-    }
-  });
+    },
+  );
+
+  betterTest(
+    'a row the store did not write is a RecordIntegrityError (corrupt), never replayed and never store_unavailable',
+    async () => {
+      for (const db of [new DatabaseSync(':memory:'), new Database(':memory:')]) {
+        const store = createSqliteStore(db);
+        const idempotency = createIdempotency({ store, onStoreUnavailable: 'fail-open' });
+        const rows: Array<[string, Record<string, unknown>]> = [
+          ['a finished row without outcome', {}],
+          ['a failed row without outcome', { state: 'failed' }],
+          ['an unknown state', { state: 'done', outcome: '{"v":1}' }],
+          ['a time that is text', { expires_at: 'tomorrow', outcome: '{"v":1}' }],
+          ['a fractional time', { lease_expires_at: 1.5, state: 'in_progress', outcome: null }],
+          ['a token that is a blob', { token: new Uint8Array([1, 2]), outcome: '{"v":1}' }],
+          ['an outcome that is a blob', { outcome: new Uint8Array([123, 125]) }],
+        ];
+        for (const [label, values] of rows) {
+          const call = { toolName: 't', turnId: `turn-${randomUUID()}`, args: {} };
+          const { key } = idempotency.keyOf(call);
+          writeRow(store, key, values);
+          for (const op of [() => store.claim(claimInput(key)), () => store.get(key)]) {
+            const error = await op().then(
+              () => undefined,
+              (e: unknown) => e,
+            );
+            expect(RecordIntegrityError.isInstance(error), label).toBe(true);
+            expect((error as RecordIntegrityError).reason).toBe('corrupt');
+          }
+          let runs = 0;
+          const error = await idempotency
+            .run(call, () => ++runs)
+            .then(
+              () => undefined,
+              (e: unknown) => e,
+            );
+          expect(RecordIntegrityError.isInstance(error), label).toBe(true);
+          expect(runs).toBe(0);
+        }
+        db.close();
+      }
+    },
+  );
 
   test('sets WAL, the busy timeout and synchronous on the connection', async () => {
     for (const [options, timeout, synchronous] of [
@@ -251,7 +258,7 @@ describe('createSqliteStore', () => {
     await b.close();
   });
 
-  test('records survive closing and reopening the file (durable)', async () => {
+  betterTest('records survive closing and reopening the file (durable)', async () => {
     const file = join(dir, `durable-${randomUUID()}.db`);
     const first = openSqliteStore(file);
     const input = { ...claimInput('k'), meta: { toolName: 'charge', scope: 'acme', turnId: 't1' } };
@@ -273,7 +280,7 @@ describe('createSqliteStore', () => {
     db.close();
   });
 
-  test('integers come back as numbers when the connection reads bigints', async () => {
+  betterTest('integers come back as numbers when the connection reads bigints', async () => {
     const nodeDb = new DatabaseSync(':memory:', { readBigInts: true });
     const betterDb = new Database(':memory:');
     betterDb.defaultSafeIntegers(true);
@@ -408,36 +415,42 @@ describe('createSqliteStore', () => {
     db.close();
   });
 
-  test('a write lock held past busyTimeoutMs is StoreUnavailableError; replays still read', async () => {
-    for (const driver of ['node:sqlite', 'better-sqlite3'] as const) {
-      const file = join(dir, `busy-${randomUUID()}.db`);
-      const open = (): SqliteDatabaseLike =>
-        driver === 'node:sqlite' ? new DatabaseSync(file) : new Database(file);
-      const db = open();
-      const store = createSqliteStore(db, { busyTimeoutMs: 100 });
-      const idempotency = createIdempotency({ store });
-      const done = await idempotency.run({ toolName: 't', turnId: '1', args: {} }, () => 'first');
+  betterTest(
+    'a write lock held past busyTimeoutMs is StoreUnavailableError; replays still read',
+    async () => {
+      for (const driver of ['node:sqlite', 'better-sqlite3'] as const) {
+        const file = join(dir, `busy-${randomUUID()}.db`);
+        const open = (): SqliteDatabaseLike =>
+          driver === 'node:sqlite' ? new DatabaseSync(file) : new Database(file);
+        const db = open();
+        const store = createSqliteStore(db, { busyTimeoutMs: 100 });
+        const idempotency = createIdempotency({ store });
+        const done = await idempotency.run({ toolName: 't', turnId: '1', args: {} }, () => 'first');
 
-      const locker = open();
-      locker.exec('BEGIN IMMEDIATE');
-      let ran = 0;
-      const error = await idempotency
-        .run({ toolName: 't', turnId: '2', args: {} }, () => ++ran)
-        .catch((e: unknown) => e);
-      expect((error as StoreUnavailableError).code).toBe('store_unavailable');
-      expect((error as Error).message).toContain('busyTimeoutMs (100 ms)');
-      expect(ran).toBe(0);
-      // WAL: readers never wait for the writer, so a replay needs no lock.
-      const replay = await idempotency.run({ toolName: 't', turnId: '1', args: {} }, () => 'again');
-      expect(replay).toMatchObject({ value: done.value, replayed: true });
-      locker.exec('COMMIT');
+        const locker = open();
+        locker.exec('BEGIN IMMEDIATE');
+        let ran = 0;
+        const error = await idempotency
+          .run({ toolName: 't', turnId: '2', args: {} }, () => ++ran)
+          .catch((e: unknown) => e);
+        expect((error as StoreUnavailableError).code).toBe('store_unavailable');
+        expect((error as Error).message).toContain('busyTimeoutMs (100 ms)');
+        expect(ran).toBe(0);
+        // WAL: readers never wait for the writer, so a replay needs no lock.
+        const replay = await idempotency.run(
+          { toolName: 't', turnId: '1', args: {} },
+          () => 'again',
+        );
+        expect(replay).toMatchObject({ value: done.value, replayed: true });
+        locker.exec('COMMIT');
 
-      const after = await idempotency.run({ toolName: 't', turnId: '2', args: {} }, () => ++ran);
-      expect(after).toMatchObject({ value: 1, replayed: false });
-      locker.close();
-      db.close();
-    }
-  });
+        const after = await idempotency.run({ toolName: 't', turnId: '2', args: {} }, () => ++ran);
+        expect(after).toMatchObject({ value: 1, replayed: false });
+        locker.close();
+        db.close();
+      }
+    },
+  );
 });
 
 function catchError(fn: () => unknown): unknown {

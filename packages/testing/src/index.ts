@@ -8,7 +8,7 @@ export {
   type WorkerReport,
   type WorkerScenario,
 } from './processes.js';
-export { serviceAvailable } from './service.js';
+export { type MissingService, SERVICE_SKIP_LOG_ENV, serviceAvailable } from './service.js';
 export {
   type ExpectLike,
   type ExpectMatchers,

@@ -1,3 +1,6 @@
+// Kept in the emitted .d.ts, which names Node types: a strict project without @types/node of
+// its own still gets them (this package depends on @types/node).
+/// <reference types="node" preserve="true" />
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';

@@ -1,3 +1,6 @@
+// Kept in the emitted .d.ts, which names Node types: a strict project without @types/node of
+// its own still gets them (this package depends on @types/node).
+/// <reference types="node" preserve="true" />
 /**
  * The executor's public types and constants (design section 6, docs/design.md). Types only and
  * plain constants: the executor's parts, the ledger and the vendor helpers import them from

@@ -8,12 +8,8 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { FunctionTool, ResponseInput } from 'openai/resources/responses/responses';
 import { z } from 'zod';
-import {
-  type Idempotency,
-  type ToolDispatcher,
-  type TurnOptions,
-  wrapAgentTools,
-} from '../index.js';
+import { wrapAgentTools } from '../agents.js';
+import type { Idempotency, ToolDispatcher, TurnOptions } from '../index.js';
 import type { ModelTurn, ScriptedReply } from '../testing/index.js';
 
 export const ticketArgs = z.object({

@@ -5,7 +5,8 @@
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import { Agent, run, setTracingDisabled, tool } from '@openai/agents';
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
-import { createIdempotency, createToolDispatcher, wrapAgentTools } from '../index.js';
+import { wrapAgentTools } from '../agents.js';
+import { createIdempotency, createToolDispatcher } from '../index.js';
 import { CRASH_PROMPT, chatTurn, client, ticketArgs, ticketSystem } from './app.js';
 
 const { CRASH_API, CRASH_MODE, CRASH_DB, CRASH_EFFECTS, CRASH_BASE_URL } = process.env;

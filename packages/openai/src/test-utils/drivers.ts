@@ -16,13 +16,13 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ResponseInput, ResponseInputItem } from 'openai/resources/responses/responses';
 import type { z } from 'zod';
+import { wrapAgentTools } from '../agents.js';
 import {
   ConfigurationError,
   createIdempotency,
   createMemoryStore,
   createToolDispatcher,
   type Idempotency,
-  wrapAgentTools,
 } from '../index.js';
 import { type ModelTurn, type ScriptedServer, startScriptedServer } from '../testing/index.js';
 import { chatTools, responsesTools, ticketArgs, ticketSystem } from './app.js';

@@ -1,3 +1,6 @@
+// Kept in the emitted .d.ts, which names Node types: a strict project without @types/node of
+// its own still gets them (this package depends on @types/node).
+/// <reference types="node" preserve="true" />
 /**
  * A local OpenAI-compatible HTTP server (node:http on 127.0.0.1, random port) that plays a
  * scripted model for Chat Completions and Responses, and injects what agents meet on real
