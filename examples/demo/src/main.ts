@@ -1,69 +1,97 @@
 /**
  * `pnpm demo`: everything offline. The core walk-through (a payment tool, a lost reply, a
  * parallel duplicate, drift, a second user, a killed process), then each framework example,
- * run as a user runs it: its own `start` script, in its own folder. Each example checks its own
- * side effects (none twice, none missing, none given to the wrong user) and exits 1 otherwise.
+ * run as a user runs it: its own `start` script (`npm start`, or `pnpm start` under pnpm), in its
+ * own folder, never by importing its sources. Each example checks its own side effects (none
+ * twice, none missing, none given to the wrong user) and exits non-zero otherwise; the demo fails
+ * when one does.
  */
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { runDemo } from './demo.js';
+import { problems, runDemo } from './demo.js';
+import { quietSqliteWarning } from './quiet.js';
+
+quietSqliteWarning();
 
 const print = (line: string) => console.log(line);
 const banner = (title: string) => print(`\n${'='.repeat(100)}\n${title}\n${'='.repeat(100)}`);
 const failures: string[] = [];
 
-banner('1/6  Core: one agent, a payment tool, and everything that goes wrong with retries');
+const examples: Array<[string, string]> = [
+  ['Vercel AI SDK', 'ai-sdk-agent'],
+  ['LangChain createAgent', 'langchain-agent'],
+  ['OpenAI function calling over a flaky network', 'openai-function-calling'],
+  ['Vendor calls: the agent killed at each step of a charge', 'vendor-payments'],
+  ['MCP server over Streamable HTTP: clients retrying after lost replies', 'mcp-server'],
+  ['Anthropic SDK: the tool runner and a hand-written loop', 'anthropic-agent'],
+  ['Google GenAI: automatic function calling and manual dispatch', 'google-genai-agent'],
+  ['Mastra: an agent with memory and an approval resumed after a restart', 'mastra-agent'],
+  ['LangGraph tasks: a charge approved, resumed and retried', 'langgraph-tasks'],
+];
+const folderOf = (name: string) => fileURLToPath(new URL(`../../${name}/`, import.meta.url));
+// In the repository every example is beside this one. Copied out on its own, the demo is the core
+// walk-through, plus whichever examples were copied beside it.
+const inRepository = existsSync(new URL('../../../pnpm-workspace.yaml', import.meta.url));
+const present = examples.filter(([, name]) => existsSync(`${folderOf(name)}package.json`));
+const absent = examples.filter((example) => !present.includes(example)).map(([, name]) => name);
+if (inRepository) for (const name of absent) failures.push(`${name}: examples/${name} is missing`);
+const parts = present.length + 1;
+
+banner(`1/${parts}  Core: one agent, a payment tool, and everything that goes wrong with retries`);
 const core = await runDemo({ print });
 // One charge per turn, Bob's own, one customer: whatever the retries did.
-if (core.charges !== 5 || core.customers !== 1) {
-  failures.push(
-    `core: ${core.charges} charges (expected 5), ${core.customers} customers (expected 1)`,
-  );
+for (const problem of problems(core)) failures.push(`core: ${problem}`);
+
+/**
+ * The package manager that runs this demo (`npm_execpath`: pnpm under `pnpm demo`, npm under
+ * `npm start`), and npm when the demo was started without one.
+ */
+function packageManager(): { command: string; prefix: string[] } {
+  const execPath = process.env.npm_execpath;
+  if (execPath === undefined || execPath === '') return { command: 'npm', prefix: [] };
+  // npm's npm-cli.js and pnpm's pnpm.cjs are scripts; pnpm 12 is also a native executable.
+  if (/\.[cm]?js$/.test(execPath)) return { command: process.execPath, prefix: [execPath] };
+  return { command: execPath, prefix: [] };
 }
 
-const examples: Array<[string, string]> = [
-  ['2/6  Vercel AI SDK (examples/ai-sdk-agent)', 'ai-sdk-agent'],
-  ['3/6  LangChain createAgent (examples/langchain-agent)', 'langchain-agent'],
-  [
-    '4/6  OpenAI function calling over a flaky network (examples/openai-function-calling)',
-    'openai-function-calling',
-  ],
-  [
-    '5/6  Vendor calls: the agent killed at each step of a charge (examples/vendor-payments)',
-    'vendor-payments',
-  ],
-  [
-    '6/6  MCP server over Streamable HTTP: clients retrying after lost replies (examples/mcp-server)',
-    'mcp-server',
-  ],
-];
-
 /** Run an example's `start` script in its folder (offline: no model key), streaming its output. */
-function start(folder: string): Promise<number | null> {
-  const cwd = fileURLToPath(new URL(`../../${folder}/`, import.meta.url));
+function start(name: string): Promise<string | null> {
   const env = { ...process.env };
   // The demo is offline whatever the shell has: the examples switch to a real model on these.
   for (const key of ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GEMINI_API_KEY']) delete env[key];
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd,
+  const { command, prefix } = packageManager();
+  const child = spawn(command, [...prefix, '--silent', 'start'], {
+    cwd: folderOf(name),
     env,
     stdio: ['ignore', 'inherit', 'inherit'],
+    shell: process.platform === 'win32' && command === 'npm',
   });
-  return new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve) => {
+    child.on('error', (error) => resolve(`could not start \`${command} start\`: ${error.message}`));
+    child.on('exit', (code, signal) =>
+      resolve(code === 0 ? null : `\`start\` exited with ${code ?? signal}`),
+    );
+  });
 }
 
-for (const [title, folder] of examples) {
-  banner(title);
-  const code = await start(folder);
-  if (code !== 0) failures.push(`${folder}: exited with ${code}`);
+for (const [index, [title, name]] of present.entries()) {
+  banner(`${index + 2}/${parts}  ${title} (examples/${name})`);
+  const failure = await start(name);
+  if (failure !== null) failures.push(`${name}: ${failure}`);
 }
 
 if (failures.length > 0) {
   console.error(
-    `\nThe demo found a side effect that ran twice, went missing or went to the wrong user:\n  ${failures.join('\n  ')}`,
+    `\nThe demo failed (a side effect that ran twice, went missing or went to the wrong user, or an example that did not run):\n  ${failures.join('\n  ')}`,
   );
   process.exit(1);
 }
+if (absent.length > 0) {
+  print(
+    `\nThe framework examples (${absent.join(', ')}) are not beside this folder: each is a project of its own, run it with \`npm install && npm start\` in its folder.`,
+  );
+}
 print(
-  '\nEvery side effect ran exactly once, for the user who asked. Run `pnpm test` for the proofs.',
+  `\nEvery side effect ran exactly once, for the user who asked. Run \`${inRepository ? 'pnpm' : 'npm'} test\` for the proofs.`,
 );

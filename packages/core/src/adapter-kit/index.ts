@@ -37,6 +37,15 @@ export {
   unwrappedContext,
 } from './calls.js';
 export {
+  type DispatchedCall,
+  type DispatchHandler,
+  type DispatchOptions,
+  type DispatchOutcome,
+  dispatchCalls,
+  type RequestIdentity,
+  requestIdentity,
+} from './dispatch-calls.js';
+export {
   checkPerCall,
   createTurnResolver,
   deriveTurnId,

@@ -1,0 +1,239 @@
+/**
+ * Idempotent function calling for `@google/genai`: local functions or a wrapped `CallableTool`
+ * (e.g. `mcpToTool(client)`), run once per logical call, for hand-written loops (`run`: function
+ * calls -> `functionResponse` parts) and for the SDK's automatic function calling (`callable`).
+ */
+
+import type {
+  CallableTool,
+  FunctionCall,
+  FunctionDeclaration,
+  FunctionResponsePart,
+  Part,
+  Tool,
+} from '@google/genai';
+import {
+  ConfigurationError,
+  type ExecutionContext,
+  type ExecutorOptions,
+  markReplayed,
+  type ToolPolicy,
+  withRetryNote,
+} from '@idempotent-tools/core';
+import {
+  type AdapterOptions,
+  createAdapter,
+  type DispatchHandler,
+  dispatchCalls,
+  requestIdentity,
+  type StandardSchema,
+  type ValidateFunction,
+} from '@idempotent-tools/core/adapter-kit';
+import { type GeminiTurn, transcriptOf } from './turns.js';
+
+/** One local function: what the model sees of it, and what runs. */
+export interface FunctionHandler<Args = never, Result = unknown> {
+  /** The declaration without its name (the key of the handler): description, parametersJsonSchema... */
+  declaration?: Omit<FunctionDeclaration, 'name'>;
+  /** Runs the call. An object is the `response` the model reads; anything else is `{ output }`. */
+  execute: (args: Args, context: ExecutionContext) => Result | Promise<Result>;
+  /** Checks the model's arguments before anything runs; a Standard Schema's output becomes the args. */
+  schema?: StandardSchema<Args> | ValidateFunction;
+}
+
+/** One call, as the `turnId`, `conversationId` and `scope` functions of the options get it. */
+export interface FunctionCallInfo {
+  toolName: string;
+  args: unknown;
+  /** The turn of `run(calls, turn)` / `callable(turn)`: contents, chat, ids. */
+  request: Readonly<GeminiTurn>;
+}
+
+export type IdempotentFunctionsOptions = ExecutorOptions &
+  AdapterOptions<FunctionCallInfo, ToolPolicy<never, unknown>> & {
+    /**
+     * The tool's own errors: rethrown by default once every call settled (out of `run`, or out of
+     * `generateContent` with automatic function calling); the claim is released, so a retry runs
+     * again. Give a function to answer the model instead: its value is the `response`.
+     * @default undefined (rethrow)
+     */
+    toolErrorOutput?: (
+      error: unknown,
+      call: { toolName: string; args: unknown },
+    ) => Record<string, unknown>;
+  };
+
+export interface IdempotentFunctions {
+  /** The function declarations with their retry notes, for `config.tools` (manual dispatch). */
+  readonly tool: Tool;
+  /**
+   * The `functionResponse` parts answering the function calls of a response (or the calls you
+   * gathered from a stream's chunks), in order. Send them back as `{ role: 'user', parts }`.
+   */
+  run(
+    calls: readonly FunctionCall[] | { functionCalls?: FunctionCall[] | undefined },
+    turn?: GeminiTurn,
+  ): Promise<Part[]>;
+  /**
+   * A `CallableTool` for automatic function calling in one request: put it in `config.tools` of
+   * that `generateContent` / `generateContentStream` / `chat.sendMessage`. The SDK hands a
+   * callable tool only the function calls, so the turn is bound here, per request. It answers
+   * the calls of its own functions only (the SDK hands every callable tool all the calls).
+   * @throws ConfigurationError when the turn cannot be identified (nothing is sent)
+   */
+  callable(turn?: GeminiTurn): CallableTool;
+}
+
+/** What one call answers the model, stored as the call's outcome. */
+type Body = { response: Record<string, unknown>; parts?: FunctionResponsePart[] };
+/** The adapter's call info: the call's id too, for a wrapped `CallableTool` (never the turn). */
+type Info = FunctionCallInfo & { id?: string | undefined };
+type Handler = DispatchHandler<Info>;
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function make(
+  caller: string,
+  declarations: readonly FunctionDeclaration[],
+  handlers: Record<string, Handler>,
+  options: IdempotentFunctionsOptions,
+): IdempotentFunctions {
+  if (!isObject(options)) createAdapter(options as never, { caller, howTo: '' }); // throws
+  const names = Object.keys(handlers);
+  const adapter = createAdapter<Info>(
+    { ...options, ...requestIdentity<Info>(options, caller) } as never,
+    {
+      caller,
+      toolNames: names,
+      options: ['toolErrorOutput'],
+      transcript: (call) => transcriptOf(call.request),
+      howTo:
+        'conversationId (your chat id, with the contents: run(response, { contents, conversationId }) or callable({ contents, conversationId }); for a chat, { chat, conversationId }) or turnId (your id of the user message)',
+    },
+  );
+  const { markFresh } = adapter;
+  const mark = (value: unknown, replayed: boolean) => {
+    const body = value as Body;
+    return { ...body, response: markReplayed(body.response, replayed, { markFresh }) };
+  };
+  const describe = (d: FunctionDeclaration) => {
+    const treatment = adapter.treatment(d.name ?? '');
+    return treatment === 'exclude'
+      ? d
+      : { ...d, description: withRetryNote(d.description, treatment === 'wrap') };
+  };
+  const tool: Tool = { functionDeclarations: declarations.map(describe) };
+
+  async function run(
+    given: readonly FunctionCall[] | { functionCalls?: FunctionCall[] | undefined },
+    request: GeminiTurn = {},
+  ): Promise<Part[]> {
+    const calls =
+      (Array.isArray(given) ? given : (given as { functionCalls?: [] }).functionCalls) ?? [];
+    const outcomes = await dispatchCalls(
+      adapter,
+      calls.map((c) => ({ name: c.name ?? '', arguments: c.args ?? {} })),
+      {
+        names,
+        handler: (name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined),
+        info: (toolName, args, i) => ({ toolName, args, request, id: calls[i]?.id }),
+        mark,
+      },
+    );
+    return outcomes.map((outcome, i): Part => {
+      const { id, name = '' } = calls[i] as FunctionCall;
+      if ('error' in outcome && options.toolErrorOutput === undefined) throw outcome.error;
+      const body: Body =
+        'error' in outcome
+          ? { response: options.toolErrorOutput?.(outcome.error, outcome.call) ?? {} }
+          : typeof outcome.output === 'string' // the kit's error text for the model
+            ? { response: { error: JSON.parse(outcome.output) } }
+            : (outcome.output as Body);
+      return { functionResponse: { ...(id === undefined ? {} : { id }), name, ...body } };
+    });
+  }
+
+  return {
+    tool,
+    run,
+    callable(turn = {}) {
+      const fixed = ![options.turnId, options.conversationId].some((v) => typeof v === 'function');
+      const needy = names.find(
+        (n) => adapter.treatment(n) === 'wrap' && adapter.policy(n)?.businessKey === undefined,
+      );
+      // No identity given per call: check the turn now, so nothing is sent when it is unknown.
+      try {
+        if (fixed && needy) adapter.identify({ toolName: needy, args: {}, request: turn }, needy);
+      } catch (error) {
+        if (ConfigurationError.isInstance(error)) throw error; // else: a scope function's, later
+      }
+      // The SDK hands every callable tool all the calls: answer only ours (as mcpToTool does).
+      const ours = (c: FunctionCall) => Object.hasOwn(handlers, c.name ?? '');
+      return { tool: async () => tool, callTool: (calls) => run(calls.filter(ours), turn) };
+    },
+  };
+}
+
+/**
+ * Local functions, run idempotently: a repeat of a call in the same turn of the same conversation
+ * answers the stored response, marked `replayed: true`, and runs nothing.
+ *
+ * ```ts
+ * const fns = idempotentFunctions({ create_ticket: { declaration, schema, execute } }, { store });
+ * const parts = await fns.run(response, { contents, conversationId: chat.id });
+ * ```
+ * @throws ConfigurationError for a misspelt option, a bad policy, a tool name providers reject
+ */
+export function idempotentFunctions(
+  // biome-ignore lint/suspicious/noExplicitAny: each handler has its own argument type
+  handlers: Record<string, FunctionHandler<any, unknown>>,
+  options: IdempotentFunctionsOptions,
+): IdempotentFunctions {
+  const caller = 'idempotentFunctions';
+  const entries = Object.entries(isObject(handlers) ? handlers : {});
+  const bad = entries.find(([, h]) => !isObject(h) || typeof h.execute !== 'function');
+  if (bad !== undefined) {
+    const message = `${caller}: the handler of "${bad[0]}" must be { declaration?, schema?, execute }.`;
+    throw new ConfigurationError({ option: 'handlers', message });
+  }
+  const wrapped = entries.map(([name, h]): [string, Handler] => {
+    const execute = async (args: unknown, ctx: ExecutionContext): Promise<Body> => {
+      const value = await h.execute(args as never, ctx);
+      return { response: isObject(value) ? value : { output: value } };
+    };
+    return [name, { schema: h.schema, execute }];
+  });
+  const declarations = entries.map(([name, h]) => ({ ...h.declaration, name }));
+  return make(caller, declarations, Object.fromEntries(wrapped), options);
+}
+
+/**
+ * A `CallableTool` (yours, or `mcpToTool(client)`) made idempotent: each function call runs
+ * `tool.callTool([call])` once per logical call; a repeat answers its stored `functionResponse`,
+ * marked `replayed: true`. Async: it reads the tool's declarations (`tool.tool()`) once.
+ *
+ * @throws ConfigurationError for a misspelt option, a bad policy, a tool name providers reject
+ */
+export async function idempotentCallableTool(
+  tool: CallableTool,
+  options: IdempotentFunctionsOptions,
+): Promise<IdempotentFunctions> {
+  const caller = 'idempotentCallableTool';
+  if (typeof tool?.tool !== 'function' || typeof tool.callTool !== 'function') {
+    throw new ConfigurationError({
+      option: 'tool',
+      message: `${caller}: pass a CallableTool ({ tool(), callTool(functionCalls) }), e.g. mcpToTool(client).`,
+    });
+  }
+  const declarations = (await tool.tool()).functionDeclarations ?? [];
+  const execute = async (args: unknown, _: ExecutionContext, { toolName: name, id }: Info) => {
+    const parts = await tool.callTool([{ name, args: args as never, ...(id && { id }) }]);
+    const answer = parts.find((p) => p.functionResponse !== undefined)?.functionResponse;
+    if (answer === undefined) return { response: { output: parts } } satisfies Body;
+    const { response = {}, parts: media } = answer;
+    return { response, ...(media === undefined ? {} : { parts: media }) } satisfies Body;
+  };
+  const handlers = declarations.map(({ name }): [string, Handler] => [name ?? '', { execute }]);
+  return make(caller, declarations, Object.fromEntries(handlers), options);
+}

@@ -1,0 +1,268 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ConfigurationError,
+  type ExecutionContext,
+  type ExecutorOptions,
+  type ToolPolicy,
+  withRetryNote,
+} from '@idempotent-tools/core';
+import {
+  type Adapter,
+  type AdapterOptions,
+  callOf,
+  checkToolName,
+  createAdapter,
+  type PerCall as KitPerCall,
+  mergeSignals,
+  NotAnOutcome,
+  runCall,
+  type TranscriptEntry,
+} from '@idempotent-tools/core/adapter-kit';
+import { type Tool, validateToolInput } from '@mastra/core/tools';
+
+/** A Mastra tool, as `createTool` makes it (or any `ToolAction`). */
+// biome-ignore lint/suspicious/noExplicitAny: a tool of any input, output and context types
+export type AnyTool = Tool<any, any, any, any, any, any, any>;
+type Context = Record<string, unknown> & {
+  abortSignal?: AbortSignal;
+  agent?: { threadId?: string; resourceId?: string; messages?: unknown[]; resumeData?: unknown };
+  memory?: { recall(args: object): Promise<{ messages: unknown[] }> };
+  resumeData?: unknown;
+};
+
+/** One tool call as Mastra runs it: what `turnId`, `conversationId` and `scope` functions get. */
+export interface ToolCallInfo {
+  toolName: string;
+  /** The tool input, validated by the tool's `inputSchema`. */
+  input: unknown;
+  /**
+   * The execution context Mastra handed the tool: `requestContext`, `agent` (`threadId`,
+   * `resourceId`, `messages`, `toolCallId`), `runId`, `workflow`.
+   */
+  context: Context;
+  /** The memory thread's stored messages (empty without memory), read before the call. */
+  history: readonly unknown[];
+}
+
+/** A per-call value: fixed (wrap per request), or computed from the call (undefined: not known). */
+export type PerCall = KitPerCall<ToolCallInfo>;
+
+/** The policy type of a tool: its input and output types. */
+export type PolicyOf<T> = T extends {
+  execute?: ((input: infer I, c: never) => infer R) | undefined;
+}
+  ? ToolPolicy<I, Awaited<R>>
+  : ToolPolicy;
+
+type WrapOptions = ExecutorOptions &
+  Pick<AdapterOptions<ToolCallInfo>, 'turnId' | 'conversationId' | 'scope' | 'markFresh'>;
+
+/** Options of `idempotentTools(tools, options)`. */
+export type IdempotentToolsOptions<TOOLS extends Record<string, AnyTool>> = WrapOptions & {
+  /** Per-tool policy (ttl, lease, businessKey, reconcile, onStale...), by name. @default {} */
+  policies?: { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> };
+  /** Tools left exactly as they are (read-only tools). @default [] */
+  exclude?: ReadonlyArray<keyof TOOLS & string>;
+  /** Tools not made idempotent: every call runs; the description says so. @default [] */
+  unsafe?: ReadonlyArray<keyof TOOLS & string>;
+};
+
+/** Options of `idempotentTool(tool, options)`. */
+export type IdempotentToolOptions<TOOL extends AnyTool> = WrapOptions & {
+  /** The tool's policy. @default {} (the executor's defaults) */
+  policy?: PolicyOf<TOOL>;
+  /** Leave `execute` as it is and add the "not safe to retry" note. @default false */
+  unsafe?: boolean;
+};
+
+const CONTEXT = Symbol.for('idempotent-tools.mastra.context');
+/** Developer errors of calls, by escape id, until the wrapped `toModelOutput` throws them. */
+const escapes = new Map<string, unknown>();
+const ESCAPE = 'idempotentToolsEscape';
+
+/**
+ * The idempotency context of a wrapped call, from the context your `execute` received: `key`
+ * (send it on as the vendor's `Idempotency-Key`), `signal`, `turnId`, `scope`.
+ * @returns undefined when the tool was not run through a wrapper
+ */
+export function idempotencyContext(context: object): ExecutionContext | undefined {
+  return (context as { [CONTEXT]?: ExecutionContext })[CONTEXT];
+}
+
+/** A part of a message without its per-attempt metadata (timestamps, provider options). */
+type Part = { [k: string]: unknown };
+const part = ({ providerOptions: _o, providerMetadata: _m, createdAt: _c, ...rest }: Part) => rest;
+
+/**
+ * One message (a model message of the input, or a stored one of the memory thread) as the turn
+ * derivation reads it: a user message is its parts; an assistant message whose last part is text
+ * ended a turn; everything else (tool calls, tool results, a reply cut off) is left out.
+ */
+function entryOf(message: unknown): TranscriptEntry | undefined {
+  const { role, content } = (message ?? {}) as { role?: unknown; content?: unknown };
+  const parts =
+    typeof content === 'string'
+      ? [{ type: 'text', text: content }]
+      : Array.isArray(content)
+        ? content
+        : ((content as { parts?: unknown[] } | undefined)?.parts ?? []);
+  if (role === 'user') return { role: 'user', content: (parts as Part[]).map(part) };
+  const last = (parts as Part[]).filter((p) => p?.type !== 'step-start').at(-1);
+  return role === 'assistant' && last?.type === 'text' ? { role: 'answer' } : undefined;
+}
+
+/** The stored messages of the call's memory thread (the agent's input holds only the new ones). */
+async function historyOf(context: Context): Promise<unknown[]> {
+  const threadId = context.agent?.threadId;
+  if (context.memory === undefined || threadId === undefined) return [];
+  const { resourceId } = context.agent ?? {};
+  return (await context.memory.recall({ threadId, resourceId, perPage: false })).messages;
+}
+
+/** A developer error of a call: the wrapped `toModelOutput` throws it out of generate / stream. */
+function escapeToDeveloper(error: unknown) {
+  const id = randomUUID();
+  escapes.set(id, error);
+  return { error: 'not_run', message: 'Not run: a configuration error.', [ESCAPE]: id };
+}
+
+function wrapTool(name: string, tool: AnyTool, adapter: Adapter<ToolCallInfo>): AnyTool {
+  const execute = tool.execute;
+  const treatment = adapter.treatment(name);
+  if (execute === undefined || treatment === 'exclude') return tool;
+  const copy = (fields: Record<string, unknown>): AnyTool =>
+    Object.assign(Object.create(Object.getPrototypeOf(tool)), tool, fields);
+  if (treatment === 'unsafe') return copy({ description: withRetryNote(tool.description, false) });
+  const policy = adapter.policy(name) as ToolPolicy | undefined;
+  const own = tool.toModelOutput;
+
+  const wrapped = async (input: unknown, context: Context) => {
+    let args = input;
+    if ((context?.agent?.resumeData ?? context?.resumeData) == null) {
+      const checked = validateToolInput(tool.inputSchema as never, input, name);
+      if (checked.error) return checked.error; // nothing ran
+      args = checked.data;
+    }
+    let call: { toolName: string; turnId: string | undefined; scope: string | undefined };
+    try {
+      const info = {
+        toolName: name,
+        input: args,
+        context,
+        history: await historyOf(context ?? {}),
+      };
+      const { turnId, scope } = callOf(adapter, info, name, args, policy);
+      call = { toolName: name, turnId, scope };
+    } catch (error) {
+      return escapeToDeveloper(error); // nothing ran
+    }
+    const result = await runCall(adapter as Adapter<never>, { ...call, args }, async (a, ctx) => {
+      let suspended = false;
+      const flag = (on: Part | undefined) => {
+        const fn = on?.suspend as ((...s: unknown[]) => unknown) | undefined;
+        if (typeof fn !== 'function') return on;
+        const suspend = (...s: unknown[]) => {
+          suspended = true;
+          return fn(...s);
+        };
+        return { ...on, suspend };
+      };
+      const inner = {
+        ...flag(context),
+        agent: flag(context?.agent),
+        [CONTEXT]: ctx,
+        abortSignal: mergeSignals(context?.abortSignal, ctx.signal),
+      };
+      const value = await execute(a, inner as never);
+      // A suspended call (it waits for resumeData) is not the call's outcome: never replayed.
+      if (suspended) throw new NotAnOutcome(value);
+      return value;
+    });
+    if ('output' in result) return result.output;
+    if (result.developer) return escapeToDeveloper(result.error);
+    throw result.error; // the tool's own error: Mastra shows it to the model
+  };
+
+  return copy({
+    description: withRetryNote(tool.description, true),
+    execute: wrapped,
+    toModelOutput: async (output: unknown) => {
+      const id = (output as { [ESCAPE]?: unknown } | null)?.[ESCAPE];
+      if (typeof id === 'string' && escapes.has(id)) {
+        const error = escapes.get(id);
+        escapes.delete(id);
+        throw error;
+      }
+      return own === undefined ? undefined : own(output);
+    },
+  });
+}
+
+function wrapSet(tools: unknown, options: unknown, caller: string): Record<string, AnyTool> {
+  const refuse = (option: string, message: string) =>
+    new ConfigurationError({ option, message: `${caller}: ${message}` });
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
+    throw refuse('tools', 'pass the tools record of your Agent: { name: createTool({...}) }.');
+  }
+  const entries = Object.entries(tools) as [string, AnyTool][];
+  for (const [name, tool] of entries) {
+    if (tool === null || typeof tool !== 'object' || typeof tool.id !== 'string') {
+      throw refuse('tools', `"${name}" is not a Mastra tool: define it with createTool({ ... }).`);
+    }
+    if (tool.execute !== undefined && typeof tool.execute !== 'function') {
+      throw refuse('execute', `tool "${name}" has an execute that is not a function.`);
+    }
+  }
+  const adapter = createAdapter<ToolCallInfo>(options as never, {
+    caller,
+    toolNames: entries.filter(([, tool]) => tool.execute !== undefined).map(([name]) => name),
+    otherToolNames: entries.filter(([, tool]) => tool.execute === undefined).map(([n]) => n),
+    conversation: ({ context }) => {
+      const { threadId, resourceId } = context?.agent ?? {};
+      if (threadId === undefined || threadId === '') return undefined;
+      return resourceId === undefined ? threadId : JSON.stringify([resourceId, threadId]);
+    },
+    transcript: ({ context, history }) =>
+      [...history, ...(context?.agent?.messages ?? [])].map(entryOf),
+    howTo:
+      "a memory thread (agent.generate(prompt, { memory: { thread, resource } })), conversationId (your chat id, e.g. ({ context }) => context.requestContext.get('chatId')) or turnId (the id of the user message)",
+  });
+  return Object.fromEntries(entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter)]));
+}
+
+/**
+ * Make a Mastra tools record idempotent: each tool's `execute` becomes a lookup first, so a
+ * repeat of the same call in the same turn of the same conversation (memory thread) replays the
+ * stored output (marked `replayed: true`) instead of running the side effect again. Every other
+ * field (`requireApproval`, schemas, `toModelOutput`...) is kept.
+ *
+ * @throws ConfigurationError at once for a misspelt option, a bad policy, a tool name providers
+ *   reject; out of `agent.generate` / `agent.stream` for a call of a run without a memory
+ *   thread when neither `conversationId` nor `turnId` is given (nothing runs)
+ */
+export function idempotentTools<TOOLS extends Record<string, AnyTool>>(
+  tools: TOOLS,
+  options: IdempotentToolsOptions<TOOLS>,
+): TOOLS {
+  return wrapSet(tools, options, 'idempotentTools') as TOOLS;
+}
+
+/** Make one tool idempotent (see `idempotentTools`); its name is its `id`. */
+export function idempotentTool<TOOL extends AnyTool>(
+  tool: TOOL,
+  options: IdempotentToolOptions<TOOL>,
+): TOOL {
+  const name = (tool as { id?: unknown } | null)?.id;
+  checkToolName(name, 'idempotentTool');
+  const { policy, unsafe, ...rest } = (options ?? {}) as IdempotentToolOptions<TOOL>;
+  const set = wrapSet(
+    { [name]: tool },
+    {
+      ...rest,
+      ...(policy === undefined ? {} : { policies: { [name]: policy } }),
+      ...(unsafe === true ? { unsafe: [name] } : {}),
+    },
+    'idempotentTool',
+  );
+  return set[name] as TOOL;
+}
