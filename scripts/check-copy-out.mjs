@@ -95,6 +95,7 @@ declare function chargeCard(
 ): Promise<{ chargeId: string }>;`,
     check: 'value.chargeId satisfies string;\nreplayed satisfies boolean;',
   },
+  'store-dynamodb': {},
   'store-redis': {
     prelude: `
 declare const process: { env: Record<string, string | undefined> };`,
@@ -145,9 +146,8 @@ declare function createTicket(args: { title: string }): Promise<{
   anthropic: {},
   'google-genai': {
     prelude: `
-import type { Content } from '@google/genai';
 declare function createTicket(args: { title: string }): Promise<{ ticketId: string }>;
-declare const chat: { id: string; history: Content[] };
+declare const chat: { id: string; history: import('@google/genai').Content[] };
 declare const userText: string;`,
     check: 'response.text satisfies string | undefined;',
   },

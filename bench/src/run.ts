@@ -1,4 +1,5 @@
 import { runCanonicalBench } from './canonical.ts';
+import { runLocalCacheBench } from './local-cache.ts';
 import { runOverheadBench } from './overhead.ts';
 import { runPlot } from './plot.ts';
 import { runScaleBench } from './scale.ts';
@@ -13,6 +14,7 @@ const benches: Record<string, () => unknown> = {
   storm: runStormBench,
   scale: runScaleBench,
   plot: runPlot,
+  'local-cache': runLocalCacheBench,
 };
 
 const names = process.argv.slice(2);

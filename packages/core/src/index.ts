@@ -19,6 +19,7 @@ export * from './executor.js';
 export * from './executor-options.js';
 export * from './inspection.js';
 export type { VendorCallArgs, VendorCallFunction, VendorCallPolicy } from './ledger.js';
+export * from './local-cache.js';
 export * from './logger-sink.js';
 export * from './memory-store.js';
 export * from './model-output.js';
