@@ -1,5 +1,4 @@
 import {
-  ConfigurationError,
   type ExecutionContext,
   type ExecutorOptions,
   markReplayed,
@@ -12,14 +11,18 @@ import {
   audienceOf,
   callOf,
   checkToolName,
-  createAdapter,
   createContextRegistry,
+  createEscapes,
+  createToolSetAdapter,
   drain,
   errorText,
   type PerCall as KitPerCall,
   markContent,
   mergeSignals,
+  type OneToolOptions,
+  oneToolOptions,
   relay,
+  type ToolSetOptions,
   type TranscriptEntry,
 } from '@idempotent-tools/core/adapter-kit';
 import type { ModelMessage, Tool, ToolExecutionOptions, ToolSet } from 'ai';
@@ -58,23 +61,13 @@ export type PolicyOf<T> = T extends {
 
 /** Options of `idempotentTools(tools, options)`. */
 export type IdempotentToolsOptions<TOOLS extends ToolSet> = ExecutorOptions &
-  WrapOptions & {
-    /** Per-tool policy (ttl, lease, businessKey, reconcile, onStale...), by name. @default {} */
-    policies?: { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> };
-    /** Tools left exactly as they are (read-only tools). @default [] */
-    exclude?: ReadonlyArray<keyof TOOLS & string>;
-    /** Tools not made idempotent: every call runs; the description says so. @default [] */
-    unsafe?: ReadonlyArray<keyof TOOLS & string>;
-  };
+  WrapOptions &
+  ToolSetOptions<keyof TOOLS & string, { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> }>;
 
 /** Options of `idempotentTool(name, tool, options)`. */
 export type IdempotentToolOptions<TOOL extends Tool> = ExecutorOptions &
-  WrapOptions & {
-    /** The tool's policy. @default {} (the executor's defaults) */
-    policy?: PolicyOf<TOOL>;
-    /** Leave `execute` as it is and add the "not safe to retry" note. @default false */
-    unsafe?: boolean;
-  };
+  WrapOptions &
+  OneToolOptions<PolicyOf<TOOL>>;
 
 type ToolResultOutput = Awaited<ReturnType<NonNullable<Tool['toModelOutput']>>>;
 type Execute = NonNullable<Tool['execute']>;
@@ -93,22 +86,12 @@ export function idempotencyContext(options: object): ExecutionContext | undefine
   return contexts.get(options);
 }
 
-/**
- * What a wrapped `execute` returns instead of throwing an error for the developer (nothing ran):
- * the AI SDK turns whatever `execute` throws into text for the model, but not what
- * `toModelOutput` throws, so the wrapped `toModelOutput` throws it out of generateText /
- * streamText. (Calls from the model are checked earlier, in `onInputAvailable`.)
- */
-class Escape {
-  constructor(readonly error: unknown) {}
-  toJSON() {
-    return { error: 'not_run', message: 'Not run: a configuration error went to the developer.' };
-  }
-}
+/** Developer errors (nothing ran) out of generateText / streamText (see `createEscapes`). */
+const escapes = createEscapes();
 
-/** The error of a call: one for the developer escapes (see `Escape`); one for the model is thrown. */
-function failure(error: unknown): Escape {
-  if (audienceOf(error) === 'developer') return new Escape(error);
+/** The error of a call: one for the developer escapes; one for the model is thrown. */
+function failure(error: unknown) {
+  if (audienceOf(error) === 'developer') return escapes.escape(error);
   const text = errorText(error); // the AI SDK shows the model `error.toString()`
   if (text !== undefined && typeof error === 'object' && error !== null) {
     Object.defineProperty(error, 'toString', { value: () => text, configurable: true });
@@ -222,7 +205,7 @@ function wrapTool(name: string, tool: Tool, adapter: Adapter<ToolCallInfo>): Too
     },
     toModelOutput: async (part: Parameters<NonNullable<Tool['toModelOutput']>>[0]) => {
       const { output } = part;
-      if (output instanceof Escape) throw output.error;
+      escapes.rethrow(output);
       const marked = typeof output === 'object' && output !== null ? marks.get(output) : undefined;
       if (own === undefined) return defaultModelOutput(output);
       if (marked === undefined) return own(part);
@@ -232,25 +215,10 @@ function wrapTool(name: string, tool: Tool, adapter: Adapter<ToolCallInfo>): Too
 }
 
 function wrapSet(tools: unknown, options: unknown, caller: string): Record<string, Tool> {
-  const refuse = (option: string, message: string) =>
-    new ConfigurationError({ option, message: `${caller}: ${message}` });
-  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
-    throw refuse('tools', 'pass the tool set you pass to generateText: { name: tool({...}) }.');
-  }
-  const entries = Object.entries(tools) as [string, Tool][];
-  for (const [name, tool] of entries) {
-    if (tool === null || typeof tool !== 'object') {
-      throw refuse('tools', `"${name}" is not a tool object: define it with tool({ ... }).`);
-    }
-    if (tool.execute !== undefined && typeof tool.execute !== 'function') {
-      throw refuse('execute', `tool "${name}" has an execute that is not a function.`);
-    }
-  }
-  const adapter = createAdapter<ToolCallInfo>(options as never, {
+  const { adapter, entries } = createToolSetAdapter<ToolCallInfo, Tool>(tools, options, {
     caller,
-    // Tools without execute (provider-executed) are never wrapped and need no identity.
-    toolNames: entries.filter(([, tool]) => tool.execute !== undefined).map(([name]) => name),
-    otherToolNames: entries.filter(([, tool]) => tool.execute === undefined).map(([n]) => n),
+    set: 'the tool set you pass to generateText: { name: tool({...}) }',
+    tool: 'a tool object: define it with tool({ ... })',
     transcript: (call) => transcriptOf(call.options.messages),
     howTo:
       "conversationId (your chat id: useChat's `id` of the request body, or ({ options }) => options.context?.chatId) or turnId (the id of the user message)",
@@ -287,15 +255,5 @@ export function idempotentTool<TOOL extends Tool>(
   options: IdempotentToolOptions<TOOL>,
 ): TOOL {
   checkToolName(name, 'idempotentTool');
-  const { policy, unsafe, ...rest } = (options ?? {}) as IdempotentToolOptions<TOOL>;
-  const set = wrapSet(
-    { [name]: tool },
-    {
-      ...rest,
-      ...(policy === undefined ? {} : { policies: { [name]: policy } }),
-      ...(unsafe === true ? { unsafe: [name] } : {}),
-    },
-    'idempotentTool',
-  );
-  return set[name] as TOOL;
+  return wrapSet({ [name]: tool }, oneToolOptions(name, options), 'idempotentTool')[name] as TOOL;
 }

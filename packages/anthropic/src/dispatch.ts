@@ -5,50 +5,21 @@
  */
 import { toolErrorContent } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import type { ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages';
-import {
-  ConfigurationError,
-  type ExecutionContext,
-  type Idempotency,
-  type ToolPolicy,
-  withRetryNote,
-} from '@idempotent-tools/core';
+import type { ExecutionContext, Idempotency, ToolPolicy } from '@idempotent-tools/core';
 import {
   type AdapterOptions,
-  checkPerCall,
-  createAdapter,
-  dispatchCalls,
-  type PerCall,
-  type StandardSchema,
-  type ValidateFunction,
+  createDispatcher,
+  type DispatchCall,
+  type ToolHandler,
+  type RequestIdentity as TurnOptions,
 } from '@idempotent-tools/core/adapter-kit';
 import { markResult, resultContent, transcriptOf } from './messages.js';
 
-/** One tool: a function, or `{ execute, schema }`. */
-export type ToolHandler<Args = never, Result = unknown> =
-  | ((args: Args, context: ExecutionContext) => Result | Promise<Result>)
-  | {
-      execute: (args: Args, context: ExecutionContext) => Result | Promise<Result>;
-      /** Checks the input before anything runs; a Standard Schema's output becomes the args. */
-      schema?: StandardSchema<Args> | ValidateFunction;
-    };
-
-/** Which turn the calls of one `run` belong to, and for whom. */
-export interface TurnOptions {
-  /** Your id of the user turn (e.g. of the user message). Wins over every other source. */
-  turnId?: string | undefined;
-  /** Your chat / thread id: with it the turn is derived from the conversation's user messages. */
-  conversationId?: string | undefined;
-  /** Overrides the dispatcher's scope for these calls. */
-  scope?: string | undefined;
-}
-
-/** One call as the `turnId`, `conversationId` and `scope` functions of the options get it. */
-export interface DispatchCall {
-  toolName: string;
-  args: unknown;
-  /** The second argument of `run` (its turn options and messages). */
-  request: Readonly<TurnOptions>;
-}
+export type {
+  DispatchCall,
+  RequestIdentity as TurnOptions,
+  ToolHandler,
+} from '@idempotent-tools/core/adapter-kit';
 
 export type ToolDispatcherOptions = AdapterOptions<DispatchCall, ToolPolicy<never, unknown>>;
 
@@ -75,43 +46,25 @@ export function createToolDispatcher(
   handlers: Record<string, ToolHandler<any, unknown>>,
   options: ToolDispatcherOptions = {},
 ) {
-  const names = Object.keys(handlers ?? {});
-  const handler = (name: string) => {
-    const h = handlers[name];
-    return typeof h === 'function' ? { execute: h, schema: undefined } : h;
-  };
-  for (const name of names) {
-    if (typeof handler(name)?.execute !== 'function') {
-      throw new ConfigurationError({
-        option: 'handlers',
-        message: `${caller}: the handler of tool "${name}" must be a function or { execute, schema? }.`,
-      });
-    }
-  }
-  checkPerCall('turnId', options.turnId, caller);
-  checkPerCall('conversationId', options.conversationId, caller);
-  const given = (value: PerCall<DispatchCall> | undefined, call: Call) =>
-    typeof value === 'function' ? value(call) : value;
-  const adapter = createAdapter<Call>(
-    {
-      ...options,
-      idempotency,
-      turnId: (call) => call.request.turnId ?? given(options.turnId, call),
-      conversationId: (call) => call.request.conversationId ?? given(options.conversationId, call),
-    },
+  const dispatcher = createDispatcher<Call>(
+    handlers,
+    { ...options, idempotency },
     {
       caller,
-      toolNames: names,
       howTo:
         'conversationId (your chat id: tools.run(reply, { messages, conversationId }), or the option as a function of the call) or turnId (your id of the user message)',
       transcript: (call) => call[said],
     },
   );
+  const { adapter } = dispatcher;
   // What runs: the handler; an unwrapped one's output gets the mark that wrapped outputs get.
-  const execute = (name: string) => {
-    const run = handler(name)?.execute as (args: unknown, context: ExecutionContext) => unknown;
-    if (adapter.treatment(name) === 'wrap') return run;
-    return async (args: unknown, context: ExecutionContext) => ({ [ok]: await run(args, context) });
+  const handler = (name: string) => {
+    const h = dispatcher.handler(name);
+    if (h === undefined || adapter.treatment(name) === 'wrap') return h;
+    const execute = async (args: unknown, context: ExecutionContext, call: Call) => ({
+      [ok]: await h.execute(args, context, call),
+    });
+    return { ...h, execute };
   };
 
   return {
@@ -128,15 +81,10 @@ export function createToolDispatcher(
     ): Promise<{ role: 'user'; content: ToolResultBlockParam[] }> {
       const uses = reply.content.filter((b): b is ToolUse => b.type === 'tool_use');
       const transcript = transcriptOf(turn.messages);
-      const outcomes = await dispatchCalls(
-        adapter,
+      const outcomes = await dispatcher.run(
         uses.map((use) => ({ name: use.name, arguments: use.input })),
         {
-          names,
-          handler: (name) =>
-            names.includes(name)
-              ? { execute: execute(name), schema: handler(name)?.schema }
-              : undefined,
+          handler,
           info: (toolName, args) => ({ toolName, args, request: turn, [said]: transcript }),
           mark: (value, replayed) => ({ [ok]: markResult(value, replayed, adapter.markFresh) }),
         },
@@ -161,14 +109,7 @@ export function createToolDispatcher(
     describe<T extends { name?: string; description?: string | undefined }>(
       tools: readonly T[],
     ): T[] {
-      return tools.map((tool) => {
-        const name = tool.name ?? '';
-        if (!names.includes(name) || adapter.treatment(name) === 'exclude') return tool;
-        return {
-          ...tool,
-          description: withRetryNote(tool.description, adapter.treatment(name) === 'wrap'),
-        };
-      });
+      return tools.map((tool) => dispatcher.describe(tool));
     },
   };
 }

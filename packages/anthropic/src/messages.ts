@@ -1,6 +1,6 @@
 /**
- * What both surfaces read from the Messages API's shapes: the user turns of a conversation, the
- * model's arguments as text, and a tool's output as `tool_result` content with its replay mark.
+ * What both surfaces read from the Messages API's shapes: the user turns of a conversation and
+ * a tool's output as `tool_result` content with its replay mark.
  */
 import {
   isContentBlocks,
@@ -44,10 +44,6 @@ export function transcriptOf(
     return message.role === 'assistant' && !calls ? { role: 'answer' } : undefined;
   });
 }
-
-/** A `tool_use` input as JSON text (an input that arrived as a string is kept as it is). */
-export const argumentsText = (input: unknown): string =>
-  typeof input === 'string' ? input : (JSON.stringify(input ?? {}) ?? '{}');
 
 /**
  * A tool's output with its replay mark, keeping its shape: text stays text (a JSON object's text

@@ -13,6 +13,7 @@ import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
 import type { BetaMessageParam } from '@anthropic-ai/sdk/resources/beta/messages/messages';
 import {
   ConfigurationError,
+  type ExecutionContext,
   type ExecutorOptions,
   type ToolPolicy,
   withRetryNote,
@@ -25,10 +26,10 @@ import {
   errorText,
   mergeSignals,
   parseArguments,
+  parseSchema,
   runCall,
-  type StandardSchema,
 } from '@idempotent-tools/core/adapter-kit';
-import { argumentsText, markResult, transcriptOf } from './messages.js';
+import { markResult, transcriptOf } from './messages.js';
 
 /** One tool call as the `turnId`, `conversationId` and `scope` functions get it. */
 export interface RunnerCall {
@@ -52,20 +53,6 @@ const ok = Symbol('ok');
 
 const isRunnable = (tool: object): tool is BetaRunnableTool =>
   'run' in tool && 'parse' in tool && 'name' in tool && typeof tool.name === 'string';
-
-/** The tool's own `parse` (e.g. its zod schema) as a Standard Schema, for `parseArguments`. */
-const schemaOf = (tool: BetaRunnableTool): StandardSchema => ({
-  '~standard': {
-    validate(value) {
-      try {
-        return { value: tool.parse(value) };
-      } catch (error) {
-        const issues = (error as { issues?: unknown }).issues;
-        return { issues: Array.isArray(issues) ? issues : [{ message: String(error) }] };
-      }
-    },
-  },
-});
 
 /**
  * `client.beta.messages.toolRunner(params, requestOptions)` with the runnable tools of
@@ -130,7 +117,11 @@ export function idempotentToolRunner<Stream extends boolean = false>(
       ...kept,
       parse: (input) => input, // checked in run, so that bad input gets a text saying what to fix
       async run(input, context) {
-        const parsed = await parseArguments(tool.name, argumentsText(input), schemaOf(tool));
+        const parsed = await parseArguments(
+          tool.name,
+          input,
+          parseSchema((value) => tool.parse(value)),
+        );
         if ('error' in parsed) throw new ToolError(parsed.error);
         const messages = runner?.params.messages ?? [];
         const info = {
@@ -146,14 +137,11 @@ export function idempotentToolRunner<Stream extends boolean = false>(
           if (audienceOf(error) === 'developer') return forDeveloper(error);
           throw new ToolError(errorText(error) ?? String(error));
         }
+        const signal = (ctx: ExecutionContext) => mergeSignals(context?.signal, ctx.signal);
         const ran = await runCall(
           adapter,
-          { toolName: call.toolName, turnId: call.turnId, scope: call.scope, args: call.args },
-          (args, ctx) =>
-            tool.run(
-              args,
-              context && { ...context, signal: mergeSignals(context.signal, ctx.signal) },
-            ),
+          call,
+          (args, ctx) => tool.run(args, context && { ...context, signal: signal(ctx) }),
           (value, replayed) => ({ [ok]: markResult(value, replayed, adapter.markFresh) }),
         );
         if ('error' in ran)

@@ -18,15 +18,15 @@ import {
   type ExecutorOptions,
   markReplayed,
   type ToolPolicy,
-  withRetryNote,
 } from '@idempotent-tools/core';
 import {
   type AdapterOptions,
-  createAdapter,
+  createDispatcher,
+  type DispatchCall,
   type DispatchHandler,
-  dispatchCalls,
-  requestIdentity,
+  outputsOf,
   type StandardSchema,
+  type ToolErrorOutputOption,
   type ValidateFunction,
 } from '@idempotent-tools/core/adapter-kit';
 import { type GeminiTurn, transcriptOf } from './turns.js';
@@ -41,27 +41,13 @@ export interface FunctionHandler<Args = never, Result = unknown> {
   schema?: StandardSchema<Args> | ValidateFunction;
 }
 
-/** One call, as the `turnId`, `conversationId` and `scope` functions of the options get it. */
-export interface FunctionCallInfo {
-  toolName: string;
-  args: unknown;
-  /** The turn of `run(calls, turn)` / `callable(turn)`: contents, chat, ids. */
-  request: Readonly<GeminiTurn>;
-}
+/** One call, as the `turnId`, `conversationId` and `scope` functions get it (`request`: the turn). */
+export type FunctionCallInfo = DispatchCall<GeminiTurn>;
 
+/** `toolErrorOutput`: errors are rethrown out of `run` (or `generateContent` with AFC). */
 export type IdempotentFunctionsOptions = ExecutorOptions &
-  AdapterOptions<FunctionCallInfo, ToolPolicy<never, unknown>> & {
-    /**
-     * The tool's own errors: rethrown by default once every call settled (out of `run`, or out of
-     * `generateContent` with automatic function calling); the claim is released, so a retry runs
-     * again. Give a function to answer the model instead: its value is the `response`.
-     * @default undefined (rethrow)
-     */
-    toolErrorOutput?: (
-      error: unknown,
-      call: { toolName: string; args: unknown },
-    ) => Record<string, unknown>;
-  };
+  AdapterOptions<FunctionCallInfo, ToolPolicy<never, unknown>> &
+  ToolErrorOutputOption<Record<string, unknown>>;
 
 export interface IdempotentFunctions {
   /** The function declarations with their retry notes, for `config.tools` (manual dispatch). */
@@ -99,31 +85,19 @@ function make(
   handlers: Record<string, Handler>,
   options: IdempotentFunctionsOptions,
 ): IdempotentFunctions {
-  if (!isObject(options)) createAdapter(options as never, { caller, howTo: '' }); // throws
-  const names = Object.keys(handlers);
-  const adapter = createAdapter<Info>(
-    { ...options, ...requestIdentity<Info>(options, caller) } as never,
-    {
-      caller,
-      toolNames: names,
-      options: ['toolErrorOutput'],
-      transcript: (call) => transcriptOf(call.request),
-      howTo:
-        'conversationId (your chat id, with the contents: run(response, { contents, conversationId }) or callable({ contents, conversationId }); for a chat, { chat, conversationId }) or turnId (your id of the user message)',
-    },
-  );
-  const { markFresh } = adapter;
+  const dispatcher = createDispatcher<Info>(handlers, options as never, {
+    caller,
+    options: ['toolErrorOutput'],
+    transcript: (call) => transcriptOf(call.request),
+    howTo:
+      'conversationId (your chat id, with the contents: run(response, { contents, conversationId }) or callable({ contents, conversationId }); for a chat, { chat, conversationId }) or turnId (your id of the user message)',
+  });
+  const { markFresh } = dispatcher.adapter;
   const mark = (value: unknown, replayed: boolean) => {
     const body = value as Body;
     return { ...body, response: markReplayed(body.response, replayed, { markFresh }) };
   };
-  const describe = (d: FunctionDeclaration) => {
-    const treatment = adapter.treatment(d.name ?? '');
-    return treatment === 'exclude'
-      ? d
-      : { ...d, description: withRetryNote(d.description, treatment === 'wrap') };
-  };
-  const tool: Tool = { functionDeclarations: declarations.map(describe) };
+  const tool: Tool = { functionDeclarations: declarations.map((d) => dispatcher.describe(d)) };
 
   async function run(
     given: readonly FunctionCall[] | { functionCalls?: FunctionCall[] | undefined },
@@ -131,25 +105,18 @@ function make(
   ): Promise<Part[]> {
     const calls =
       (Array.isArray(given) ? given : (given as { functionCalls?: [] }).functionCalls) ?? [];
-    const outcomes = await dispatchCalls(
-      adapter,
+    const outcomes = await dispatcher.run(
       calls.map((c) => ({ name: c.name ?? '', arguments: c.args ?? {} })),
-      {
-        names,
-        handler: (name) => (Object.hasOwn(handlers, name) ? handlers[name] : undefined),
-        info: (toolName, args, i) => ({ toolName, args, request, id: calls[i]?.id }),
-        mark,
-      },
+      { info: (toolName, args, i) => ({ toolName, args, request, id: calls[i]?.id }), mark },
     );
-    return outcomes.map((outcome, i): Part => {
+    const answer = options.toolErrorOutput;
+    const outputs = outputsOf(outcomes, answer && ((e, c) => ({ response: answer(e, c) ?? {} })));
+    return outputs.map((output, i): Part => {
       const { id, name = '' } = calls[i] as FunctionCall;
-      if ('error' in outcome && options.toolErrorOutput === undefined) throw outcome.error;
       const body: Body =
-        'error' in outcome
-          ? { response: options.toolErrorOutput?.(outcome.error, outcome.call) ?? {} }
-          : typeof outcome.output === 'string' // the kit's error text for the model
-            ? { response: { error: JSON.parse(outcome.output) } }
-            : (outcome.output as Body);
+        typeof output === 'string' // the kit's error text for the model
+          ? { response: { error: JSON.parse(output) } }
+          : (output as Body);
       return { functionResponse: { ...(id === undefined ? {} : { id }), name, ...body } };
     });
   }
@@ -158,18 +125,9 @@ function make(
     tool,
     run,
     callable(turn = {}) {
-      const fixed = ![options.turnId, options.conversationId].some((v) => typeof v === 'function');
-      const needy = names.find(
-        (n) => adapter.treatment(n) === 'wrap' && adapter.policy(n)?.businessKey === undefined,
-      );
-      // No identity given per call: check the turn now, so nothing is sent when it is unknown.
-      try {
-        if (fixed && needy) adapter.identify({ toolName: needy, args: {}, request: turn }, needy);
-      } catch (error) {
-        if (ConfigurationError.isInstance(error)) throw error; // else: a scope function's, later
-      }
+      dispatcher.checkTurn(turn); // nothing is sent when the turn is unknown
       // The SDK hands every callable tool all the calls: answer only ours (as mcpToTool does).
-      const ours = (c: FunctionCall) => Object.hasOwn(handlers, c.name ?? '');
+      const ours = (c: FunctionCall) => dispatcher.handler(c.name ?? '') !== undefined;
       return { tool: async () => tool, callTool: (calls) => run(calls.filter(ours), turn) };
     },
   };

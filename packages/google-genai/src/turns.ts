@@ -1,28 +1,15 @@
-/**
- * The conversation of a Gemini request as the turn derivation reads it: the request's `contents`
- * (any `ContentListUnion`), or a chat session's curated history plus the message it is sending.
- * User turns are `user` contents with a part the user wrote; function responses (sent as `user`
- * contents too) are left out, and a `model` content without function calls ends a turn.
- * `systemInstruction` lives in the config and is never part of it.
- */
-
+/** The conversation of a Gemini request, as the turn derivation reads it. */
 import type { Content, ContentListUnion, Part, PartListUnion } from '@google/genai';
-import type { TranscriptEntry } from '@idempotent-tools/core/adapter-kit';
+import type { RequestIdentity, TranscriptEntry } from '@idempotent-tools/core/adapter-kit';
 
 /** Which conversation, and which turn of it, the function calls of one request belong to. */
-export interface GeminiTurn {
+export interface GeminiTurn extends RequestIdentity {
   /** The `contents` of the request (`models.generateContent` / `generateContentStream`). */
   contents?: ContentListUnion | undefined;
   /** A chat session (`ai.chats.create`): its curated history is the conversation. */
   chat?: { getHistory(curated?: boolean): Content[] } | undefined;
   /** With `chat`: the message being sent, for calls made while `sendMessage` is in flight (AFC). */
   message?: PartListUnion | undefined;
-  /** Your id of the user turn (e.g. of the user message). Wins over every other source. */
-  turnId?: string | undefined;
-  /** Your chat / session id: with it the turn is derived from the conversation's user messages. */
-  conversationId?: string | undefined;
-  /** Overrides the options' scope for these calls. */
-  scope?: string | undefined;
 }
 
 const isContent = (value: unknown): value is Content =>
@@ -37,7 +24,12 @@ function contentsOf(union: ContentListUnion | PartListUnion | undefined): Conten
   return [{ role: 'user', parts }];
 }
 
-/** The transcript of a turn, or undefined when it names no conversation content. */
+/**
+ * The transcript of a turn (undefined when it names no conversation content): the request's
+ * `contents`, or a chat's curated history plus the message it is sending. User turns are `user`
+ * contents with a part the user wrote (function responses are left out); a `model` content
+ * without function calls ends a turn. `systemInstruction` is never part of it.
+ */
 export function transcriptOf(turn: GeminiTurn): (TranscriptEntry | undefined)[] | undefined {
   if (turn.contents === undefined && turn.chat === undefined) return undefined;
   const contents = [

@@ -1,6 +1,4 @@
-import { randomUUID } from 'node:crypto';
 import {
-  ConfigurationError,
   type ExecutionContext,
   type ExecutorOptions,
   type ToolPolicy,
@@ -11,11 +9,15 @@ import {
   type AdapterOptions,
   callOf,
   checkToolName,
-  createAdapter,
+  createEscapes,
+  createToolSetAdapter,
   type PerCall as KitPerCall,
   mergeSignals,
   NotAnOutcome,
+  type OneToolOptions,
+  oneToolOptions,
   runCall,
+  type ToolSetOptions,
   type TranscriptEntry,
 } from '@idempotent-tools/core/adapter-kit';
 import { type Tool, validateToolInput } from '@mastra/core/tools';
@@ -58,27 +60,16 @@ type WrapOptions = ExecutorOptions &
   Pick<AdapterOptions<ToolCallInfo>, 'turnId' | 'conversationId' | 'scope' | 'markFresh'>;
 
 /** Options of `idempotentTools(tools, options)`. */
-export type IdempotentToolsOptions<TOOLS extends Record<string, AnyTool>> = WrapOptions & {
-  /** Per-tool policy (ttl, lease, businessKey, reconcile, onStale...), by name. @default {} */
-  policies?: { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> };
-  /** Tools left exactly as they are (read-only tools). @default [] */
-  exclude?: ReadonlyArray<keyof TOOLS & string>;
-  /** Tools not made idempotent: every call runs; the description says so. @default [] */
-  unsafe?: ReadonlyArray<keyof TOOLS & string>;
-};
+export type IdempotentToolsOptions<TOOLS extends Record<string, AnyTool>> = WrapOptions &
+  ToolSetOptions<keyof TOOLS & string, { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> }>;
 
 /** Options of `idempotentTool(tool, options)`. */
-export type IdempotentToolOptions<TOOL extends AnyTool> = WrapOptions & {
-  /** The tool's policy. @default {} (the executor's defaults) */
-  policy?: PolicyOf<TOOL>;
-  /** Leave `execute` as it is and add the "not safe to retry" note. @default false */
-  unsafe?: boolean;
-};
+export type IdempotentToolOptions<TOOL extends AnyTool> = WrapOptions &
+  OneToolOptions<PolicyOf<TOOL>>;
 
 const CONTEXT = Symbol.for('idempotent-tools.mastra.context');
-/** Developer errors of calls, by escape id, until the wrapped `toModelOutput` throws them. */
-const escapes = new Map<string, unknown>();
-const ESCAPE = 'idempotentToolsEscape';
+/** Developer errors of calls (nothing ran): the wrapped `toModelOutput` throws them. */
+const escapes = createEscapes();
 
 /**
  * The idempotency context of a wrapped call, from the context your `execute` received: `key`
@@ -119,13 +110,6 @@ async function historyOf(context: Context): Promise<unknown[]> {
   return (await context.memory.recall({ threadId, resourceId, perPage: false })).messages;
 }
 
-/** A developer error of a call: the wrapped `toModelOutput` throws it out of generate / stream. */
-function escapeToDeveloper(error: unknown) {
-  const id = randomUUID();
-  escapes.set(id, error);
-  return { error: 'not_run', message: 'Not run: a configuration error.', [ESCAPE]: id };
-}
-
 function wrapTool(name: string, tool: AnyTool, adapter: Adapter<ToolCallInfo>): AnyTool {
   const execute = tool.execute;
   const treatment = adapter.treatment(name);
@@ -154,7 +138,7 @@ function wrapTool(name: string, tool: AnyTool, adapter: Adapter<ToolCallInfo>): 
       const { turnId, scope } = callOf(adapter, info, name, args, policy);
       call = { toolName: name, turnId, scope };
     } catch (error) {
-      return escapeToDeveloper(error); // nothing ran
+      return escapes.escape(error); // nothing ran
     }
     const result = await runCall(adapter as Adapter<never>, { ...call, args }, async (a, ctx) => {
       let suspended = false;
@@ -179,7 +163,7 @@ function wrapTool(name: string, tool: AnyTool, adapter: Adapter<ToolCallInfo>): 
       return value;
     });
     if ('output' in result) return result.output;
-    if (result.developer) return escapeToDeveloper(result.error);
+    if (result.developer) return escapes.escape(result.error);
     throw result.error; // the tool's own error: Mastra shows it to the model
   };
 
@@ -187,36 +171,18 @@ function wrapTool(name: string, tool: AnyTool, adapter: Adapter<ToolCallInfo>): 
     description: withRetryNote(tool.description, true),
     execute: wrapped,
     toModelOutput: async (output: unknown) => {
-      const id = (output as { [ESCAPE]?: unknown } | null)?.[ESCAPE];
-      if (typeof id === 'string' && escapes.has(id)) {
-        const error = escapes.get(id);
-        escapes.delete(id);
-        throw error;
-      }
+      escapes.rethrow(output);
       return own === undefined ? undefined : own(output);
     },
   });
 }
 
 function wrapSet(tools: unknown, options: unknown, caller: string): Record<string, AnyTool> {
-  const refuse = (option: string, message: string) =>
-    new ConfigurationError({ option, message: `${caller}: ${message}` });
-  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
-    throw refuse('tools', 'pass the tools record of your Agent: { name: createTool({...}) }.');
-  }
-  const entries = Object.entries(tools) as [string, AnyTool][];
-  for (const [name, tool] of entries) {
-    if (tool === null || typeof tool !== 'object' || typeof tool.id !== 'string') {
-      throw refuse('tools', `"${name}" is not a Mastra tool: define it with createTool({ ... }).`);
-    }
-    if (tool.execute !== undefined && typeof tool.execute !== 'function') {
-      throw refuse('execute', `tool "${name}" has an execute that is not a function.`);
-    }
-  }
-  const adapter = createAdapter<ToolCallInfo>(options as never, {
+  const { adapter, entries } = createToolSetAdapter<ToolCallInfo, AnyTool>(tools, options, {
     caller,
-    toolNames: entries.filter(([, tool]) => tool.execute !== undefined).map(([name]) => name),
-    otherToolNames: entries.filter(([, tool]) => tool.execute === undefined).map(([n]) => n),
+    set: 'the tools record of your Agent: { name: createTool({...}) }',
+    tool: 'a Mastra tool: define it with createTool({ ... })',
+    isTool: (tool) => typeof (tool as { id?: unknown }).id === 'string',
     conversation: ({ context }) => {
       const { threadId, resourceId } = context?.agent ?? {};
       if (threadId === undefined || threadId === '') return undefined;
@@ -254,15 +220,5 @@ export function idempotentTool<TOOL extends AnyTool>(
 ): TOOL {
   const name = (tool as { id?: unknown } | null)?.id;
   checkToolName(name, 'idempotentTool');
-  const { policy, unsafe, ...rest } = (options ?? {}) as IdempotentToolOptions<TOOL>;
-  const set = wrapSet(
-    { [name]: tool },
-    {
-      ...rest,
-      ...(policy === undefined ? {} : { policies: { [name]: policy } }),
-      ...(unsafe === true ? { unsafe: [name] } : {}),
-    },
-    'idempotentTool',
-  );
-  return set[name] as TOOL;
+  return wrapSet({ [name]: tool }, oneToolOptions(name, options), 'idempotentTool')[name] as TOOL;
 }

@@ -2,26 +2,16 @@
  * Dispatch helpers for the OpenAI APIs: run the function calls of a Chat Completions message or
  * of a Responses output idempotently and return the ready-to-send tool messages / outputs.
  */
-import {
-  ConfigurationError,
-  type ExecutionContext,
-  type Idempotency,
-  InvalidInputError,
-  type ToolPolicy,
-  withRetryNote,
-} from '@idempotent-tools/core';
+import type { Idempotency, ToolPolicy } from '@idempotent-tools/core';
 import {
   type AdapterOptions,
-  checkPerCall,
-  createAdapter,
+  createDispatcher,
   createTurnLinks,
-  errorText,
-  type PerCall,
-  parseArguments,
-  runCall,
-  type StandardSchema,
-  unwrappedContext,
-  type ValidateFunction,
+  type DispatchCall,
+  outputsOf,
+  type ToolErrorOutputOption,
+  type ToolHandler,
+  type RequestIdentity as TurnOptions,
 } from '@idempotent-tools/core/adapter-kit';
 import type {
   ChatCompletionMessage,
@@ -36,42 +26,15 @@ import type {
 } from 'openai/resources/responses/responses';
 import { type Anchor, anchorOf, chatTranscript, inputItems, refusal } from './turns.js';
 
-/** One tool: a function, or `{ execute, schema }`. */
-export type ToolHandler<Args = never, Result = unknown> =
-  | ((args: Args, context: ExecutionContext) => Result | Promise<Result>)
-  | {
-      execute: (args: Args, context: ExecutionContext) => Result | Promise<Result>;
-      /** Checks the parsed arguments before anything runs; a Standard Schema's output becomes the args. */
-      schema?: StandardSchema<Args> | ValidateFunction;
-    };
+export type {
+  DispatchCall,
+  RequestIdentity as TurnOptions,
+  ToolHandler,
+} from '@idempotent-tools/core/adapter-kit';
 
-/** Which turn the calls of one `runChat` / `runResponses` belong to, and for whom. */
-export interface TurnOptions {
-  /** Your id of the user turn (e.g. of the user message). Wins over every other source. */
-  turnId?: string | undefined;
-  /** Your chat / thread id: with it the turn is derived from the conversation's user messages. */
-  conversationId?: string | undefined;
-  /** Overrides the dispatcher's scope for these calls. */
-  scope?: string | undefined;
-}
-
-/** One call as the `turnId`, `conversationId` and `scope` functions of the options get it. */
-export interface DispatchCall {
-  toolName: string;
-  args: unknown;
-  /** The second argument of `runChat` / `runResponses` (its turn options, messages, input...). */
-  request: Readonly<TurnOptions>;
-}
-
-export interface ToolDispatcherOptions
-  extends AdapterOptions<DispatchCall, ToolPolicy<never, unknown>> {
-  /**
-   * The tool's own errors: by default they are rethrown once every call of the message settled
-   * (as openai's `runTools` does); the claim is released, so a retry runs again. Give a function
-   * to send them to the model instead, as the tool's output. @default undefined (rethrow)
-   */
-  toolErrorOutput?: (error: unknown, call: { toolName: string; args: unknown }) => unknown;
-}
+/** The kit's options; `toolErrorOutput`: the tool's own errors are rethrown (as `runTools` does). */
+export type ToolDispatcherOptions = AdapterOptions<DispatchCall, ToolPolicy<never, unknown>> &
+  ToolErrorOutputOption;
 
 type FunctionCall = { callId: string; name: string; arguments: string };
 type DescribedTool =
@@ -98,33 +61,11 @@ export function createToolDispatcher(
   handlers: Record<string, ToolHandler<any, unknown>>,
   options: ToolDispatcherOptions = {},
 ) {
-  const names = Object.keys(handlers ?? {});
-  const executeOf = (name: string) => {
-    const h = handlers[name];
-    return typeof h === 'function' ? h : h?.execute;
-  };
-  for (const name of names) {
-    if (typeof executeOf(name) !== 'function') {
-      throw new ConfigurationError({
-        option: 'handlers',
-        message: `${caller}: the handler of tool "${name}" must be a function or { execute, schema? }.`,
-      });
-    }
-  }
-  checkPerCall('turnId', options.turnId, caller);
-  checkPerCall('conversationId', options.conversationId, caller);
-  const given = (value: PerCall<DispatchCall> | undefined, call: Call) =>
-    typeof value === 'function' ? value(call) : value;
-  const adapter = createAdapter<Call>(
-    {
-      ...options,
-      idempotency,
-      turnId: (call) => call.request.turnId ?? given(options.turnId, call),
-      conversationId: (call) => call.request.conversationId ?? given(options.conversationId, call),
-    },
+  const dispatcher = createDispatcher<Call>(
+    handlers,
+    { ...options, idempotency },
     {
       caller,
-      toolNames: names,
       options: ['toolErrorOutput'],
       howTo:
         'conversationId (your chat id: runChat(message, { messages, conversationId }), or the option as a function of the call) or turnId (your id of the user message)',
@@ -137,68 +78,21 @@ export function createToolDispatcher(
             : undefined) as never,
     },
   );
-  const links = createTurnLinks<Anchor>(adapter.executor);
+  const links = createTurnLinks<Anchor>(dispatcher.adapter.executor);
 
-  /** Parse every call, identify every wrapped one (developer errors before anything runs), run. */
+  /** The outputs of the calls, in order; the tool's own errors as `toolErrorOutput` says. */
   async function runAll(
     calls: FunctionCall[],
     request: TurnOptions,
     turn: Call[typeof turnOf],
-    link?: (turnId: string) => Promise<void>,
+    beforeRun?: (turnId: string) => Promise<void>,
   ) {
-    const prepared = await Promise.all(
-      calls.map(async (c) => {
-        if (handlers[c.name] === undefined) {
-          const message = `There is no tool named "${c.name}". Nothing ran. Call one of: ${names.join(', ')}.`;
-          return { output: errorText(new InvalidInputError({ field: 'name', message })) };
-        }
-        const handler = handlers[c.name];
-        const schema = typeof handler === 'function' ? undefined : handler?.schema;
-        const parsed = await parseArguments(c.name, c.arguments, schema);
-        if ('error' in parsed) return { output: parsed.error };
-        return { call: { toolName: c.name, args: parsed.args, request, [turnOf]: turn } as Call };
-      }),
-    );
-    let turnId: string | undefined;
-    const identified = prepared.map((p) => {
-      if (p.call === undefined) return undefined;
-      const wrapped = adapter.treatment(p.call.toolName) === 'wrap';
-      try {
-        const id = adapter.identify(p.call, p.call.toolName);
-        turnId ??= id.turnId;
-        return wrapped ? id : undefined;
-      } catch (error) {
-        if (wrapped) throw refusal(error, turn.anchor, caller);
-        return undefined;
-      }
+    const outcomes = await dispatcher.run(calls, {
+      info: (toolName, args) => ({ toolName, args, request, [turnOf]: turn }),
+      refuse: (error) => refusal(error, turn.anchor, caller),
+      ...(beforeRun && { beforeRun }),
     });
-    if (turnId !== undefined) await link?.(turnId);
-    const settled = await Promise.all(
-      prepared.map(async ({ call, output }, i) => {
-        if (call === undefined) return { output, call };
-        const { toolName, args } = call;
-        const id = identified[i];
-        const scope = request.scope ?? id?.scope ?? given(options.scope, call);
-        const execute = executeOf(toolName) as (args: unknown, ctx: ExecutionContext) => unknown;
-        if (id !== undefined) {
-          const ran = await runCall(adapter, { toolName, turnId: id.turnId, scope, args }, execute);
-          return { ...ran, call };
-        }
-        try {
-          return { output: await execute(args, unwrappedContext(toolName, turnId, scope)), call };
-        } catch (error) {
-          return { error, developer: false, call };
-        }
-      }),
-    );
-    const forDeveloper = settled.find((s) => 'developer' in s && s.developer);
-    if (forDeveloper !== undefined && 'error' in forDeveloper) throw forDeveloper.error;
-    return settled.map((s) => {
-      if ('output' in s) return s.output;
-      if (options.toolErrorOutput === undefined) throw s.error;
-      const { toolName, args } = s.call as Call;
-      return options.toolErrorOutput(s.error, { toolName, args });
-    });
+    return outputsOf(outcomes, options.toolErrorOutput);
   }
 
   return {
@@ -252,18 +146,10 @@ export function createToolDispatcher(
     },
     /** Copies of your tool definitions (Chat Completions or Responses) with the retry notes appended. */
     describe<T extends DescribedTool>(tools: readonly T[]): T[] {
-      return tools.map((tool) => {
-        const fn = ('function' in tool ? tool.function : tool) as {
-          name?: string;
-          description?: string | null;
-        };
-        const name = fn.name ?? '';
-        if (!names.includes(name) || adapter.treatment(name) === 'exclude') return tool;
-        const safe = adapter.treatment(name) === 'wrap';
-        const description = withRetryNote(fn.description ?? undefined, safe);
-        return 'function' in tool
-          ? { ...tool, function: { ...tool.function, description } }
-          : { ...tool, description };
+      return tools.map((tool): T => {
+        if (!('function' in tool)) return dispatcher.describe(tool as T & { name?: string });
+        const fn = dispatcher.describe(tool.function);
+        return fn === tool.function ? tool : { ...tool, function: fn };
       });
     },
   };

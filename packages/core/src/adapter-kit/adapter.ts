@@ -96,6 +96,8 @@ export interface Adapter<Info> {
     call: Info,
     toolName: string,
   ): { turnId: string | undefined; scope: string | undefined; turn: ResolvedTurn | undefined };
+  /** The scope of one call (the `scope` option), for a call that runs without its turn. */
+  scopeOf(call: Info): string | undefined;
 }
 
 /**
@@ -300,6 +302,7 @@ export function createAdapter<Info>(
       });
     }
   }
+  const scopeOf = (call: Info) => (typeof o.scope === 'function' ? o.scope(call) : o.scope);
   return {
     executor,
     markFresh: o.markFresh === true,
@@ -308,8 +311,8 @@ export function createAdapter<Info>(
     identify(call, toolName) {
       const needed = policyOf(toolName)?.businessKey === undefined;
       const turn = turns.resolve(call, needed);
-      const scope = typeof o.scope === 'function' ? o.scope(call) : o.scope;
-      return { turnId: turn?.turnId, scope, turn };
+      return { turnId: turn?.turnId, scope: scopeOf(call), turn };
     },
+    scopeOf,
   };
 }

@@ -24,6 +24,23 @@ export type ValidateFunction = ((value: unknown) => boolean) & {
   errors?: ReadonlyArray<{ instancePath?: string; message?: string }> | null;
 };
 
+/**
+ * A parse function (returns the args, throws on bad input: a zod schema's `parse`, a tool's own
+ * `parse`) as a Standard Schema, for `parseArguments`: a thrown error's `issues`, else its text.
+ */
+export const parseSchema = (parse: (value: unknown) => unknown): StandardSchema => ({
+  '~standard': {
+    validate(value) {
+      try {
+        return { value: parse(value) };
+      } catch (error) {
+        const issues = (error as { issues?: unknown }).issues;
+        return { issues: Array.isArray(issues) ? issues : [{ message: String(error) }] };
+      }
+    },
+  },
+});
+
 const issuesText = (
   issues: ReadonlyArray<{ message?: string; path?: unknown; instancePath?: string }>,
 ) =>
@@ -37,15 +54,16 @@ const issuesText = (
     .join('; ');
 
 /**
- * The model's arguments of a call (JSON text), parsed and checked against the tool's schema (a
- * Standard Schema's output, defaults applied, becomes the args), or the model's error text
- * saying what to fix (nothing ran).
+ * The model's arguments of a call (JSON text, or a value the provider already parsed: it goes
+ * through JSON too), parsed and checked against the tool's schema (a Standard Schema's output,
+ * defaults applied, becomes the args), or the model's error text saying what to fix (nothing ran).
  */
 export async function parseArguments(
   toolName: string,
-  text: string,
+  given: unknown,
   schema?: StandardSchema | ValidateFunction,
 ): Promise<{ args: unknown } | { error: string }> {
+  const text = typeof given === 'string' ? given : (JSON.stringify(given ?? {}) ?? '{}');
   let args: unknown;
   try {
     args = JSON.parse(text === '' ? '{}' : text);

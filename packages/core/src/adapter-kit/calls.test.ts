@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { markContent } from './calls.js';
+import { createEscapes, markContent } from './calls.js';
 
 describe('markContent: the replay mark inside the content, the number of blocks kept', () => {
   it('the last text block: JSON objects get the field, other text a line', () => {
@@ -37,5 +37,19 @@ describe('markContent: the replay mark inside the content, the number of blocks 
       { type: 'text', text: '{"replayed":true}' },
     ]);
     expect(markContent([], true)).toEqual([{ type: 'text', text: '{"replayed":true}' }]);
+  });
+});
+
+describe('createEscapes: a developer error through toModelOutput', () => {
+  it('an escape, even copied, rethrows its error once; other outputs pass', () => {
+    const escapes = createEscapes();
+    const error = new Error('no turn');
+    const escaped = escapes.escape(error);
+    expect(escaped).toMatchObject({ error: 'not_run', message: /configuration error/ });
+    expect(() => escapes.rethrow(structuredClone(escaped))).toThrow(error);
+    expect(() => escapes.rethrow(escaped)).not.toThrow(); // thrown once: forgotten
+    expect(() => escapes.rethrow({ ...escaped, idempotentToolsEscape: 'x' })).not.toThrow();
+    expect(() => createEscapes().rethrow(escapes.escape(error))).not.toThrow(); // another's
+    for (const output of [null, undefined, 'text', { ok: true }]) escapes.rethrow(output);
   });
 });

@@ -197,7 +197,12 @@ export async function* relay<T>(
  */
 export async function runCall(
   adapter: Adapter<never>,
-  call: { toolName: string; turnId: string | undefined; scope: string | undefined; args: unknown },
+  call: {
+    toolName: string;
+    turnId?: string | undefined;
+    scope?: string | undefined;
+    args: unknown;
+  },
   fn: (args: unknown, context: ExecutionContext) => unknown,
   mark: (value: unknown, replayed: boolean) => unknown = (value, replayed) =>
     markOutput(value, replayed, adapter.markFresh),
@@ -227,3 +232,37 @@ export const unwrappedContext = (
   signal: new AbortController().signal,
   stillOwned: () => true, // a new key per call: nobody else can own it
 });
+
+/** The field of an escape that names its error (a string, so that it survives a copy). */
+const ESCAPE = 'idempotentToolsEscape';
+
+/**
+ * A developer error out of a framework that turns whatever a tool's `execute` throws into text
+ * for the model (AI SDK, Mastra), but not what its `toModelOutput` throws: `execute` returns
+ * `escape(error)` (a `not_run` error object, nothing ran), and the wrapped `toModelOutput` calls
+ * `rethrow(output)` first, which throws the error out of the framework's run.
+ */
+export interface Escapes {
+  escape(error: unknown): { error: 'not_run'; message: string };
+  /** Throws the error of an escape (once); does nothing for any other output. */
+  rethrow(output: unknown): void;
+}
+
+export function createEscapes(): Escapes {
+  const errors = new Map<string, unknown>();
+  return {
+    escape(error) {
+      const id = randomUUID();
+      errors.set(id, error);
+      const message = 'Not run: a configuration error went to the developer.';
+      return { error: 'not_run', message, [ESCAPE]: id };
+    },
+    rethrow(output) {
+      const id = (output as { [ESCAPE]?: unknown } | null | undefined)?.[ESCAPE];
+      if (typeof id !== 'string' || !errors.has(id)) return;
+      const error = errors.get(id);
+      errors.delete(id);
+      throw error;
+    },
+  };
+}

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { ConfigurationError } from '../errors/index.js';
 import { createMemoryStore } from '../memory-store.js';
 import { createAdapter } from './adapter.js';
-import { dispatchCalls, requestIdentity } from './dispatch-calls.js';
+import { createDispatcher, dispatchCalls, outputsOf, requestIdentity } from './dispatch-calls.js';
 
 type Info = { toolName: string; args: unknown; request: { conversationId?: string; text: string } };
 const adapterOf = (options: Record<string, unknown> = {}) =>
@@ -97,5 +97,81 @@ describe('requestIdentity', () => {
     expect(typeof ids.conversationId === 'function' && ids.conversationId(call())).toBe('opt');
     expect(typeof ids.scope === 'function' && ids.scope(call())).toBe('tenant');
     expect(() => requestIdentity<Info>({ turnId: '' }, 'dispatch')).toThrow(/non-empty string/);
+  });
+});
+
+describe('createDispatcher', () => {
+  type Call = { toolName: string; args: unknown; request: { turnId?: string; scope?: string } };
+  const make = (handlers: Record<string, unknown>, options: Record<string, unknown> = {}) =>
+    createDispatcher<Call>(
+      handlers as never,
+      { store: createMemoryStore(), conversationId: 'c', ...options } as never,
+      { caller: 'createToolDispatcher', howTo: 'turnId', transcript: () => undefined },
+    );
+
+  test('handlers are checked when it is made; a function is { execute }', () => {
+    expect(() => make({ charge: 42 })).toThrow(
+      'createToolDispatcher: the handler of tool "charge" must be a function or { execute, schema? }.',
+    );
+    expect(() => make({}, { unsafe: ['charge'] })).toThrow(/no such tool/);
+    const fn = () => 1;
+    const d = make({ charge: fn, read: { execute: fn } });
+    expect(d.names).toEqual(['charge', 'read']);
+    expect(d.handler('charge')).toEqual({ execute: fn });
+    expect(d.handler('constructor')).toBeUndefined();
+  });
+
+  test("describe: the retry note by treatment; excluded and strangers' are left as they are", () => {
+    const d = make({ a: () => 1, b: () => 1, c: () => 1 }, { exclude: ['b'], unsafe: ['c'] });
+    const tool = (name: string) => ({ name, description: 'Does.', type: 'custom' });
+    expect(d.describe(tool('a'))).toMatchObject({ type: 'custom', description: /^Does\.\n\nSafe/ });
+    const [b, zzz] = [tool('b'), tool('zzz')];
+    expect(d.describe(b)).toBe(b);
+    expect(d.describe(tool('c')).description).toMatch(/^Does\.\n\nNot safe to retry/);
+    expect(d.describe(zzz)).toBe(zzz);
+  });
+
+  test("the request's turn and scope win; an unwrapped call without a turn keeps its scope", async () => {
+    const seen: unknown[] = [];
+    const d = make(
+      { charge: (_: unknown, ctx: { turnId?: string; scope?: string }) => seen.push(ctx) },
+      { conversationId: undefined, turnId: () => undefined, unsafe: ['charge'], scope: 'opt' },
+    );
+    const run = (request: Call['request']) =>
+      d.run([{ name: 'charge', arguments: '{}' }], {
+        info: (toolName, args) => ({ toolName, args, request }),
+      });
+    await run({ turnId: 't', scope: 'req' });
+    await run({});
+    expect(seen).toMatchObject([
+      { turnId: 't', scope: 'req' },
+      { turnId: undefined, scope: 'opt' },
+    ]);
+  });
+
+  test('checkTurn: a request whose turn is unknown is refused before anything is sent', () => {
+    const d = make({ charge: () => 1 }, { conversationId: undefined, turnId: undefined });
+    expect(() => d.checkTurn({})).toThrow(/cannot be told apart/);
+    expect(() => d.checkTurn({ turnId: 't' })).not.toThrow();
+    // A function of the call may know the turn only from the call: nothing to check yet.
+    const later = make({ charge: () => 1 }, { conversationId: undefined, turnId: () => 't' });
+    expect(() => later.checkTurn({})).not.toThrow();
+  });
+});
+
+describe('outputsOf', () => {
+  test("the tool's own error: answered by toolErrorOutput, else the first is thrown", () => {
+    const call = { toolName: 'charge', args: { n: 1 } };
+    const outcomes = [
+      { output: 1 },
+      { error: new Error('a'), call },
+      { error: new Error('b'), call },
+    ];
+    expect(() => outputsOf(outcomes, undefined)).toThrow('a');
+    expect(outputsOf(outcomes, (e, c) => `${(e as Error).message} ${c.toolName}`)).toEqual([
+      1,
+      'a charge',
+      'b charge',
+    ]);
   });
 });

@@ -4,11 +4,15 @@
  * text (nothing runs); every wrapped call is identified before any runs (a developer error is
  * thrown before anything ran); the calls run side by side, wrapped ones through the executor;
  * an error for the developer is thrown once every call settled; the tool's own errors come back
- * for the adapter to rethrow or turn into output, as its framework does.
+ * for the adapter to rethrow or turn into output, as its framework does (`outputsOf`).
+ * `createDispatcher` makes the rest of a dispatcher once: its handler types and checks, the
+ * per-request identity (`requestIdentity`), the retry notes of its tool definitions.
  */
-import { InvalidInputError } from '../errors/index.js';
+import { ConfigurationError, InvalidInputError } from '../errors/index.js';
 import type { ExecutionContext } from '../executor.js';
-import type { Adapter, AdapterOptions } from './adapter.js';
+import type { ExecutorOptions } from '../executor-options.js';
+import { withRetryNote } from '../model-output.js';
+import { type Adapter, type AdapterOptions, type AdapterSpec, createAdapter } from './adapter.js';
 import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';
 import { errorText, runCall, unwrappedContext } from './calls.js';
 import { checkPerCall } from './turn-identity.js';
@@ -59,9 +63,7 @@ export async function dispatchCalls<Info>(
           const message = `There is no tool named "${c.name}". Nothing ran. Call one of: ${options.names.join(', ')}.`;
           return { output: errorText(new InvalidInputError({ field: 'name', message })) };
         }
-        const text =
-          typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments ?? {});
-        const parsed = await parseArguments(c.name, text, handler.schema);
+        const parsed = await parseArguments(c.name, c.arguments, handler.schema);
         if ('error' in parsed) return { output: parsed.error };
         return { call: options.info(c.name, parsed.args, index), name: c.name, args: parsed.args };
       },
@@ -77,7 +79,7 @@ export async function dispatchCalls<Info>(
       return { ...id, wrapped };
     } catch (error) {
       if (wrapped) throw options.refuse?.(error) ?? error;
-      return undefined;
+      return { turnId: undefined, scope: adapter.scopeOf(p.call), wrapped };
     }
   });
   if (turnId !== undefined) await options.beforeRun?.(turnId);
@@ -109,11 +111,148 @@ export async function dispatchCalls<Info>(
   return settled.map((s) => ('error' in s ? { error: s.error, call: s.call } : s));
 }
 
-/** The identity a dispatcher's caller may give per request (`run(calls, { turnId, ... })`). */
+/** The option of a dispatcher for the tool's own errors (see `outputsOf`). */
+export interface ToolErrorOutputOption<Output = unknown> {
+  /**
+   * The tool's own errors: by default they are rethrown once every call settled; the claim is
+   * released, so a retry runs again. Give a function to answer the model instead: its value is
+   * the call's output. @default undefined (rethrow)
+   */
+  toolErrorOutput?: (error: unknown, call: { toolName: string; args: unknown }) => Output;
+}
+
+/**
+ * The outputs of `dispatchCalls`, in order: a tool's own error is answered by `toolErrorOutput`,
+ * or, without it, the first is thrown.
+ */
+export function outputsOf<Info extends { toolName: string; args: unknown }>(
+  outcomes: readonly DispatchOutcome<Info>[],
+  toolErrorOutput: ToolErrorOutputOption['toolErrorOutput'],
+): unknown[] {
+  return outcomes.map((outcome) => {
+    if ('output' in outcome) return outcome.output;
+    if (toolErrorOutput === undefined) throw outcome.error;
+    const { toolName, args } = outcome.call;
+    return toolErrorOutput(outcome.error, { toolName, args });
+  });
+}
+
+/** Which turn the calls of one request (`run(calls, { turnId, ... })`) belong to, and for whom. */
 export interface RequestIdentity {
+  /** Your id of the user turn (e.g. of the user message). Wins over every other source. */
   turnId?: string | undefined;
+  /** Your chat / thread id: with it the turn is derived from the conversation's user messages. */
   conversationId?: string | undefined;
+  /** Overrides the dispatcher's scope for these calls. */
   scope?: string | undefined;
+}
+
+/** One call as the `turnId`, `conversationId` and `scope` functions of a dispatcher get it. */
+export interface DispatchCall<Request extends RequestIdentity = RequestIdentity> {
+  toolName: string;
+  args: unknown;
+  /** The request of the call: the second argument of the dispatcher's run (turn, messages...). */
+  request: Readonly<Request>;
+}
+
+/** One tool of a dispatcher: a function, or `{ execute, schema }`. */
+export type ToolHandler<Args = never, Result = unknown> =
+  | ((args: Args, context: ExecutionContext) => Result | Promise<Result>)
+  | {
+      execute: (args: Args, context: ExecutionContext) => Result | Promise<Result>;
+      /** Checks the parsed arguments before anything runs; a Standard Schema's output becomes the args. */
+      schema?: StandardSchema<Args> | ValidateFunction;
+    };
+
+/** A dispatcher's handlers, checked, and its adapter (see `createDispatcher`). */
+export interface Dispatcher<Info extends DispatchCall> {
+  readonly adapter: Adapter<Info>;
+  /** The tool names (the handlers' keys). */
+  readonly names: readonly string[];
+  /** The handler of a tool, for `dispatchCalls` (undefined: no such tool). */
+  handler(name: string): DispatchHandler<Info> | undefined;
+  /**
+   * A copy of a tool definition with the retry note appended to its description (`withRetryNote`:
+   * safe to retry, or not); the tool itself when it is left as it is (excluded, or not one of the
+   * handlers).
+   */
+  describe<T extends { name?: string | undefined; description?: string | null | undefined }>(
+    tool: T,
+  ): T;
+  /** `dispatchCalls` with this dispatcher's adapter, names and handlers. */
+  run(
+    calls: readonly DispatchedCall[],
+    options: Omit<DispatchOptions<Info>, 'names' | 'handler'> &
+      Partial<Pick<DispatchOptions<Info>, 'handler'>>,
+  ): Promise<DispatchOutcome<Info>[]>;
+  /**
+   * Checks the turn of a request before anything is sent, for a tool the framework calls later
+   * with the calls only: unless `turnId` or `conversationId` is a function of the call, the turn
+   * of a wrapped tool that needs one is resolved now.
+   * @throws ConfigurationError when the request's turn cannot be identified
+   */
+  checkTurn(request: Info['request']): void;
+}
+
+/**
+ * The parts of a dispatcher: its handlers (each a function or `{ execute, schema? }`, checked
+ * here) and its adapter, whose `turnId`, `conversationId` and `scope` a request may give
+ * (`requestIdentity`). Everything is checked when the dispatcher is made.
+ *
+ * @throws ConfigurationError for a bad handler (and see `createAdapter`)
+ */
+export function createDispatcher<Info extends DispatchCall>(
+  // biome-ignore lint/suspicious/noExplicitAny: each handler has its own argument type
+  handlers: Readonly<Record<string, ToolHandler<any, unknown> | DispatchHandler<Info>>>,
+  options: (AdapterOptions<Info, unknown> & ExecutorOptions) | undefined,
+  spec: Omit<AdapterSpec<Info>, 'toolNames'>,
+): Dispatcher<Info> {
+  const own = handlers ?? {};
+  const names = Object.keys(own);
+  const handler = (name: string): DispatchHandler<Info> | undefined => {
+    if (!Object.hasOwn(own, name)) return undefined;
+    const h = own[name];
+    return typeof h === 'function' ? { execute: h as DispatchHandler<Info>['execute'] } : h;
+  };
+  for (const name of names) {
+    if (typeof handler(name)?.execute !== 'function') {
+      throw new ConfigurationError({
+        option: 'handlers',
+        message: `${spec.caller}: the handler of tool "${name}" must be a function or { execute, schema? }.`,
+      });
+    }
+  }
+  const missing = options === null || typeof options !== 'object'; // createAdapter says what to pass
+  const adapter = createAdapter<Info>(
+    missing ? options : { ...options, ...requestIdentity<Info>(options, spec.caller) },
+    { ...spec, toolNames: names },
+  );
+  const perCall = [options?.turnId, options?.conversationId].some((v) => typeof v === 'function');
+  const needy = names.find(
+    (n) => adapter.treatment(n) === 'wrap' && adapter.policy(n)?.businessKey === undefined,
+  );
+  return {
+    adapter,
+    names,
+    handler,
+    describe(tool) {
+      const treatment = adapter.treatment(tool.name ?? '');
+      if (!names.includes(tool.name ?? '') || treatment === 'exclude') return tool;
+      return {
+        ...tool,
+        description: withRetryNote(tool.description ?? undefined, treatment === 'wrap'),
+      };
+    },
+    run: (calls, more) => dispatchCalls(adapter, calls, { names, handler, ...more }),
+    checkTurn(request) {
+      if (perCall || needy === undefined) return;
+      try {
+        adapter.identify({ toolName: needy, args: {}, request } as Info, needy);
+      } catch (error) {
+        if (ConfigurationError.isInstance(error)) throw error; // else: a scope function's, later
+      }
+    },
+  };
 }
 
 /**

@@ -16,6 +16,7 @@ export {
 } from './adapter.js';
 export {
   parseArguments,
+  parseSchema,
   type StandardSchema,
   type ValidateFunction,
 } from './arguments.js';
@@ -23,7 +24,9 @@ export {
   audienceOf,
   type ContextRegistry,
   createContextRegistry,
+  createEscapes,
   drain,
+  type Escapes,
   errorText,
   invalidArgumentsText,
   isAsyncIterable,
@@ -37,14 +40,27 @@ export {
   unwrappedContext,
 } from './calls.js';
 export {
+  createDispatcher,
+  type DispatchCall,
   type DispatchedCall,
+  type Dispatcher,
   type DispatchHandler,
   type DispatchOptions,
   type DispatchOutcome,
   dispatchCalls,
+  outputsOf,
   type RequestIdentity,
   requestIdentity,
+  type ToolErrorOutputOption,
+  type ToolHandler,
 } from './dispatch-calls.js';
+export {
+  createToolSetAdapter,
+  type OneToolOptions,
+  oneToolOptions,
+  type ToolSetOptions,
+  type ToolSetSpec,
+} from './tool-set.js';
 export {
   checkPerCall,
   createTurnResolver,

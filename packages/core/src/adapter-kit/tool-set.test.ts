@@ -1,0 +1,46 @@
+import { describe, expect, test } from 'vitest';
+import { createMemoryStore } from '../memory-store.js';
+import { createToolSetAdapter, oneToolOptions } from './tool-set.js';
+
+const spec = {
+  caller: 'idempotentTools',
+  set: 'the tool set you pass to generateText: { name: tool({...}) }',
+  tool: 'a tool object: define it with tool({ ... })',
+  howTo: 'turnId',
+  transcript: () => [{ role: 'user' as const, content: 'hi' }],
+};
+const options = { store: createMemoryStore(), conversationId: 'c' };
+
+describe('createToolSetAdapter', () => {
+  test('the record and each tool are checked; tools without execute need no identity', () => {
+    const make =
+      (tools: unknown, more: Record<string, unknown> = {}) =>
+      () =>
+        createToolSetAdapter(tools, { ...options, ...more }, { ...spec, isTool: (t) => 'x' in t });
+    expect(make([])).toThrow(
+      'idempotentTools: pass the tool set you pass to generateText: { name: tool({...}) }.',
+    );
+    expect(make({ a: { execute: 1 } })).toThrow(/"a" is not a tool object/);
+    expect(make({ a: { x: 1, execute: 1 } })).toThrow(
+      'idempotentTools: tool "a" has an execute that is not a function.',
+    );
+    const { entries } = make({ a: { x: 1, execute: () => 1 }, web: { x: 1 } }, {})();
+    expect(entries.map(([name]) => name)).toEqual(['a', 'web']);
+    // `web` has no execute: it may be excluded, and is no tool that needs a turn.
+    expect(make({ web: { x: 1 } }, { conversationId: undefined, exclude: ['web'] })).not.toThrow();
+    expect(make({ a: { x: 1, execute: () => 1 } }, { conversationId: undefined })).toThrow(
+      /nothing tells one conversation from another, so a would replay/,
+    );
+  });
+});
+
+describe('oneToolOptions', () => {
+  test('policy and unsafe become the set options of that one tool', () => {
+    expect(oneToolOptions('a', { store: 1, policy: { ttl: 5 }, unsafe: true })).toEqual({
+      store: 1,
+      policies: { a: { ttl: 5 } },
+      unsafe: ['a'],
+    });
+    expect(oneToolOptions('a', { unsafe: false })).toEqual({});
+  });
+});

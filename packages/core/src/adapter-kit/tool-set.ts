@@ -1,0 +1,81 @@
+/**
+ * For adapters that wrap a framework's record of tool objects (AI SDK `ToolSet`, Mastra tools):
+ * the record checked when it is wrapped, its adapter, and a one-tool wrapper's options as a set's.
+ */
+import { ConfigurationError } from '../errors/index.js';
+import { type Adapter, type AdapterSpec, createAdapter } from './adapter.js';
+
+/** How an adapter of a tool record describes itself (see `AdapterSpec`). */
+export interface ToolSetSpec<Info> extends Omit<AdapterSpec<Info>, 'toolNames' | 'otherToolNames'> {
+  /** What to pass, completing "pass ...", e.g. "the tool set you pass to generateText: ...". */
+  set: string;
+  /** What a tool is, completing `"x" is not ...`, e.g. "a tool object: define it with tool()". */
+  tool: string;
+  /** Whether an object of the record is one of the framework's tools. @default every object */
+  isTool?: (tool: object) => boolean;
+}
+
+/**
+ * The entries of a tool record and their adapter: a tool with an `execute` is one the adapter
+ * wraps; one without (provider-executed, run by the client) is among the set's other tools.
+ *
+ * @throws ConfigurationError for a value that is not a record of tools, an `execute` that is not
+ *   a function (and see `createAdapter`)
+ */
+export function createToolSetAdapter<Info, Tool extends { execute?: unknown }>(
+  tools: unknown,
+  options: unknown,
+  spec: ToolSetSpec<Info>,
+): { adapter: Adapter<Info>; entries: [string, Tool][] } {
+  const { set, tool: what, isTool = () => true, ...adapterSpec } = spec;
+  const refuse = (option: string, message: string) =>
+    new ConfigurationError({ option, message: `${spec.caller}: ${message}` });
+  if (tools === null || typeof tools !== 'object' || Array.isArray(tools)) {
+    throw refuse('tools', `pass ${set}.`);
+  }
+  const entries = Object.entries(tools) as [string, Tool][];
+  for (const [name, tool] of entries) {
+    if (tool === null || typeof tool !== 'object' || !isTool(tool)) {
+      throw refuse('tools', `"${name}" is not ${what}.`);
+    }
+    if (tool.execute !== undefined && typeof tool.execute !== 'function') {
+      throw refuse('execute', `tool "${name}" has an execute that is not a function.`);
+    }
+  }
+  const named = (runs: boolean) =>
+    entries.filter(([, tool]) => (tool.execute !== undefined) === runs).map(([name]) => name);
+  const adapter = createAdapter<Info>(options as never, {
+    ...adapterSpec,
+    toolNames: named(true),
+    otherToolNames: named(false),
+  });
+  return { adapter, entries };
+}
+
+/** The options of a one-tool wrapper (`{ policy, unsafe }`) as those of a set of that tool. */
+export function oneToolOptions(name: string, options: unknown): Record<string, unknown> {
+  const { policy, unsafe, ...rest } = (options ?? {}) as { policy?: unknown; unsafe?: unknown };
+  return {
+    ...rest,
+    ...(policy === undefined ? {} : { policies: { [name]: policy } }),
+    ...(unsafe === true ? { unsafe: [name] } : {}),
+  };
+}
+
+/** The options of a tool record's wrapper that name its tools (see `AdapterOptions`). */
+export interface ToolSetOptions<Name extends string, Policies> {
+  /** Per-tool policy (ttl, lease, businessKey, reconcile, onStale...), by name. @default {} */
+  policies?: Policies;
+  /** Tools left exactly as they are (read-only tools). @default [] */
+  exclude?: ReadonlyArray<Name>;
+  /** Tools not made idempotent: every call runs; the description says so. @default [] */
+  unsafe?: ReadonlyArray<Name>;
+}
+
+/** The options of a one-tool wrapper (see `oneToolOptions`). */
+export interface OneToolOptions<Policy> {
+  /** The tool's policy. @default {} (the executor's defaults) */
+  policy?: Policy;
+  /** Leave `execute` as it is and add the "not safe to retry" note. @default false */
+  unsafe?: boolean;
+}
