@@ -1,6 +1,8 @@
 export * from '@idempotent-tools/core';
 export {
   createRedisStore,
+  type IoRedisLikeClient,
+  type NodeRedisLikeClient,
   type RedisClient,
   RedisStore,
   type RedisStoreOptions,

@@ -1,4 +1,4 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { PubSub, PubSubEvents } from './driver.js';
 
 /** Waiters of one channel, and its subscription (resolves false when subscribing failed). */
 interface Entry {
@@ -11,9 +11,8 @@ interface Entry {
 const RESUBSCRIBE_MS = 50;
 
 export interface NotifierOptions {
-  mode: 'sharded' | 'classic';
-  /** Returns a connection for pub/sub (created lazily; the store decides who closes it). */
-  subscriber: () => Redis | Cluster;
+  /** Returns the connection for pub/sub, wired to `events` (created lazily; the store decides who closes it). */
+  subscriber: (events: PubSubEvents) => PubSub;
   /** True when the record is finished (a waiter may stop waiting before any message). */
   settled: (key: string) => Promise<boolean>;
   maxWaitMs: number;
@@ -29,7 +28,7 @@ export interface NotifierOptions {
 export class Notifier {
   readonly #options: NotifierOptions;
   readonly #entries = new Map<string, Entry>();
-  #subscriber: Redis | Cluster | undefined;
+  #subscriber: PubSub | undefined;
   #closed = false;
 
   constructor(options: NotifierOptions) {
@@ -74,7 +73,7 @@ export class Notifier {
   }
 
   /** Wake every waiter and drop the subscriber. The store closes it when it created it. */
-  close(): Redis | Cluster | undefined {
+  close(): PubSub | undefined {
     this.#closed = true;
     this.#wakeAll();
     const subscriber = this.#subscriber;
@@ -86,10 +85,7 @@ export class Notifier {
     const existing = this.#entries.get(channel);
     if (existing !== undefined) return existing;
     const subscriber = this.#connect();
-    const command =
-      this.#options.mode === 'sharded'
-        ? subscriber.ssubscribe(channel)
-        : subscriber.subscribe(channel);
+    const command = subscriber.subscribe(channel);
     const entry: Entry = {
       channel,
       waiters: new Set(),
@@ -109,30 +105,21 @@ export class Notifier {
   #unsubscribe(channel: string): void {
     const subscriber = this.#subscriber;
     if (subscriber === undefined) return;
-    const command =
-      this.#options.mode === 'sharded'
-        ? subscriber.sunsubscribe(channel)
-        : subscriber.unsubscribe(channel);
-    command.catch(() => {
+    subscriber.unsubscribe(channel).catch(() => {
       // Gone with the connection; a resubscription after a reconnect only costs a spare message.
     });
   }
 
-  #connect(): Redis | Cluster {
+  #connect(): PubSub {
     if (this.#subscriber !== undefined) return this.#subscriber;
-    const subscriber = this.#options.subscriber();
-    this.#subscriber = subscriber;
-    const event = this.#options.mode === 'sharded' ? 'smessage' : 'message';
-    subscriber.on(event, (_channel: string, payload: string) => this.#wake(payload));
-    // Messages published while the subscriber is away are lost: wake every waiter when its
-    // connection drops (they claim again, and fail fast if Redis is down) and when it is back.
-    let connected = subscriber.status === 'ready';
-    subscriber.on('close', () => this.#wakeAll());
-    subscriber.on('ready', () => {
-      if (connected) this.#wakeAll();
-      connected = true;
+    // Messages published while the subscriber is away are lost: the driver resets (every
+    // waiter wakes: they claim again, and fail fast if Redis is down) when its connection drops
+    // and when it is back.
+    this.#subscriber = this.#options.subscriber({
+      message: (payload) => this.#wake(payload),
+      reset: () => this.#wakeAll(),
     });
-    return subscriber;
+    return this.#subscriber;
   }
 
   /** The payload is the channel name as the store knows it (without the client's keyPrefix). */

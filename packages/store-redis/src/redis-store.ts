@@ -25,12 +25,11 @@ import {
   StoreUnavailableError,
   type TakeoverInput,
 } from '@idempotent-tools/core';
-import type { Cluster, Redis } from 'ioredis';
+import { type Driver, globPrefix, type RedisClient, toDriver } from './driver.js';
 import { Notifier } from './notifier.js';
-import { runScript, SCRIPTS, type Script } from './scripts.js';
+import { SCRIPTS, type Script } from './scripts.js';
 
-/** An ioredis client: a single node (`new Redis()`) or a Cluster (`new Redis.Cluster([...])`). */
-export type RedisClient = Redis | Cluster;
+export type { IoRedisLikeClient, NodeRedisLikeClient, RedisClient } from './driver.js';
 
 export interface RedisStoreOptions {
   /**
@@ -55,9 +54,11 @@ export interface RedisStoreOptions {
   notifications?: 'sharded' | 'classic' | 'off';
   /**
    * The connection waiters subscribe on. By default the store creates one with
-   * `redis.duplicate()` on the first wait (with `shardedSubscribers: true` for a Cluster in
-   * `'sharded'` mode) and closes it in `close()`. A connection you pass is never closed by the
-   * store; it must be dedicated to subscriptions and use the same `keyPrefix` as `redis`.
+   * `redis.duplicate()` on the first wait (ioredis: with `shardedSubscribers: true` for a
+   * Cluster in `'sharded'` mode; node-redis: connected by the store) and closes it in `close()`.
+   * A connection you pass is never closed by the store; it must be of the same client family as
+   * `redis`, dedicated to subscriptions, connected (node-redis) and use the same `keyPrefix`
+   * (ioredis).
    * @default undefined (a duplicate of `redis`, created lazily)
    */
   subscriber?: RedisClient;
@@ -180,12 +181,16 @@ function toScanPosition(value: unknown): ScanPosition | undefined {
 const PREFIX = /^[\x20-\x7a\x7c\x7e]{1,100}$/; // printable ASCII without { and }
 
 /**
- * The Redis store for ioredis, single node or Cluster: the fast path. One Lua script per
- * operation, run with `EVALSHA` (falling back to `EVAL` once per server). A replay is one round
- * trip (the claim returns the whole record), a fresh call two (claim, complete).
+ * The Redis store, single node or Cluster: the fast path. Takes the client you already have:
+ * ioredis or iovalkey (`new Redis(url)`, `new Redis.Cluster([...])`), or node-redis
+ * (`redis` / `@redis/client` 5 and 6: a connected `createClient()` or `createCluster()`); the
+ * client family is recognised from the client. One Lua script per operation, run with `EVALSHA`
+ * (falling back to `EVAL` once per server). A replay is one round trip (the claim returns the
+ * whole record), a fresh call two (claim, complete).
  *
  * ```ts
- * const store = createRedisStore(new Redis(process.env.REDIS_URL));
+ * const store = createRedisStore(new Redis(process.env.REDIS_URL)); // ioredis, iovalkey
+ * const store = createRedisStore(await createClient({ url }).connect()); // node-redis
  * const idempotency = createIdempotency({ store });
  * ```
  */
@@ -202,7 +207,7 @@ export class RedisStore implements IdempotencyStore {
   /** Present unless `notifications: 'off'`. */
   readonly waitForChange?: (key: string, timeoutMs: number, signal?: AbortSignal) => Promise<void>;
 
-  readonly #redis: RedisClient;
+  readonly #driver: Driver;
   readonly #mode: 's' | 'c' | '';
   readonly #notifier: Notifier | undefined;
   readonly #ownsSubscriber: boolean;
@@ -210,10 +215,14 @@ export class RedisStore implements IdempotencyStore {
   readonly #claiming = new Map<string, Promise<unknown>>();
 
   constructor(redis: RedisClient, options: RedisStoreOptions = {}) {
-    if (redis == null || typeof redis.evalsha !== 'function') {
+    const driver = toDriver(redis);
+    if (
+      options.subscriber !== undefined &&
+      toDriver(options.subscriber, 'subscriber').family !== driver.family
+    ) {
       throw new InvalidInputError({
-        field: 'redis',
-        message: 'createRedisStore needs an ioredis client: createRedisStore(new Redis(url)).',
+        field: 'subscriber',
+        message: `subscriber must be a client of the same family as redis (${driver.family}): a dedicated connection, e.g. redis.duplicate().`,
       });
     }
     const { prefix = 'idem:', notifications = 'sharded', maxWaitMs = 1000 } = options;
@@ -235,7 +244,14 @@ export class RedisStore implements IdempotencyStore {
         message: `maxWaitMs must be a positive whole number of milliseconds, got ${String(maxWaitMs)}.`,
       });
     }
-    this.#redis = redis;
+    if (notifications === 'sharded' && !driver.shardedPubSub) {
+      throw new InvalidInputError({
+        field: 'notifications',
+        message:
+          "This Cluster client has no sharded subscribers (iovalkey's Cluster, or an ioredis older than its `shardedSubscribers` Cluster option), so notifications: 'sharded' cannot subscribe on each record's shard. Pass notifications: 'classic' (PUBLISH/SUBSCRIBE, broadcast to every node) or 'off' (waiters poll), or use a current ioredis or node-redis createCluster.",
+      });
+    }
+    this.#driver = driver;
     this.prefix = prefix;
     this.capabilities = {
       notifiesChanges: notifications !== 'off',
@@ -246,14 +262,13 @@ export class RedisStore implements IdempotencyStore {
     if (notifications !== 'off') {
       const given = options.subscriber;
       const notifier = new Notifier({
-        mode: notifications,
         maxWaitMs,
-        subscriber: () => given ?? this.#duplicate(notifications),
+        subscriber: (events) => driver.pubsub(notifications, given, events),
         // Finished (completed or failed). A missing record is not taken as a change: a wait
         // on a key nobody claimed lasts its timeout; a release just before the subscription
         // costs at most maxWaitMs.
         settled: async (key) => {
-          const state = await this.#redis.getrange(this.#recordKey(key), 0, 0);
+          const state = await driver.stateOf(this.#recordKey(key));
           return state === 'C' || state === 'F';
         },
       });
@@ -366,12 +381,13 @@ export class RedisStore implements IdempotencyStore {
    * the keys it expires itself). Cost: O(records under the prefix).
    */
   async purgeExpired(): Promise<number> {
-    const kp = clientKeyPrefix(this.#redis);
+    const driver = this.#driver;
+    const kp = driver.keyPrefix;
     try {
       let removed = 0;
-      for await (const keys of scanKeys(this.#redis, `${kp}${this.prefix}`, 'string')) {
+      for await (const keys of scanDriver(driver, `${kp}${this.prefix}`, 'string')) {
         const results = await Promise.all(
-          keys.map((key) => runScript(this.#redis, SCRIPTS.purge, [key.slice(kp.length)], [])),
+          keys.map((key) => driver.script(SCRIPTS.purge, [key.slice(kp.length)], [])),
         );
         for (const result of results) removed += Number(result);
       }
@@ -395,8 +411,8 @@ export class RedisStore implements IdempotencyStore {
         ? { n: 0, c: '0', p: [] }
         : decodeCursor(checked.cursor, toScanPosition);
     try {
-      const nodes = this.#nodes();
-      const now = await this.#serverTime();
+      const nodes = await this.#driver.nodes();
+      const now = await this.#driver.time();
       const records: ListedRecord[] = [];
       const count = Math.max(100, checked.limit);
       for (;;) {
@@ -413,15 +429,7 @@ export class RedisStore implements IdempotencyStore {
         if (position.n >= nodes.length) return { records };
         if (records.length >= checked.limit) return { records, cursor: encodeCursor(position) };
         const node = nodes[position.n]!;
-        const [next, keys] = await node.scan(
-          position.c,
-          'MATCH',
-          this.#match(),
-          'COUNT',
-          count,
-          'TYPE',
-          'string',
-        );
+        const [next, keys] = await node.scan(position.c, this.#match(), count, 'string');
         position =
           next === '0' ? { n: position.n + 1, c: '0', p: keys } : { ...position, c: next, p: keys };
       }
@@ -434,20 +442,12 @@ export class RedisStore implements IdempotencyStore {
   async stats(filter?: StatsFilter): Promise<StoreStats> {
     const checked = checkStatsFilter(filter);
     try {
-      const now = await this.#serverTime();
+      const now = await this.#driver.time();
       const stats = emptyStats(now);
-      for (const node of this.#nodes()) {
+      for (const node of await this.#driver.nodes()) {
         let cursor = '0';
         do {
-          const [next, keys] = await node.scan(
-            cursor,
-            'MATCH',
-            this.#match(),
-            'COUNT',
-            1000,
-            'TYPE',
-            'string',
-          );
+          const [next, keys] = await node.scan(cursor, this.#match(), 1000, 'string');
           cursor = next;
           for (const [, record] of await this.#fetch(keys, now)) {
             if (record !== undefined && matchesFilter(record, checked, now)) {
@@ -465,25 +465,12 @@ export class RedisStore implements IdempotencyStore {
   /** Wake pending waiters and close the subscriber connection the store created. */
   async close(): Promise<void> {
     const subscriber = this.#notifier?.close();
-    if (subscriber !== undefined && this.#ownsSubscriber) subscriber.disconnect();
-  }
-
-  /** The nodes to `SCAN`: the client, or a Cluster's masters in a stable order. */
-  #nodes(): Redis[] {
-    if (!this.#redis.isCluster) return [this.#redis as Redis];
-    const name = (node: Redis) => `${String(node.options.host)}:${String(node.options.port)}`;
-    return (this.#redis as Cluster).nodes('master').sort((a, b) => (name(a) < name(b) ? -1 : 1));
+    if (subscriber !== undefined && this.#ownsSubscriber) subscriber.close();
   }
 
   /** `SCAN MATCH` pattern of this store's records (client `keyPrefix` included). */
   #match(): string {
-    const prefix = `${clientKeyPrefix(this.#redis)}${this.prefix}`;
-    return `${prefix.replace(/[*?[\]\\]/g, '\\$&')}{*`;
-  }
-
-  async #serverTime(): Promise<number> {
-    const [seconds, micros] = await (this.#redis as Redis).time();
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    return `${globPrefix(`${this.#driver.keyPrefix}${this.prefix}`)}{*`;
   }
 
   /**
@@ -495,36 +482,13 @@ export class RedisStore implements IdempotencyStore {
     now: number,
   ): Promise<Array<[string, ListedRecord | undefined]>> {
     if (rawKeys.length === 0) return [];
-    const kp = clientKeyPrefix(this.#redis);
+    const kp = this.#driver.keyPrefix;
     const keys = rawKeys.map((raw) => raw.slice(kp.length));
-    let replies: Array<[string | null, number]>;
-    if (this.#redis.isCluster) {
-      replies = await Promise.all(
-        keys.map(async (k) => {
-          const [head, bytes] = await Promise.all([
-            this.#redis.getrange(k, 0, HEADER_BYTES - 1),
-            this.#redis.strlen(k),
-          ]);
-          return [head, bytes] as [string, number];
-        }),
-      );
-    } else {
-      const pipeline = this.#redis.pipeline();
-      for (const k of keys) pipeline.getrange(k, 0, HEADER_BYTES - 1).strlen(k);
-      const results = (await pipeline.exec()) ?? [];
-      replies = [];
-      for (let i = 0; i < keys.length; i++) {
-        const head = results[2 * i];
-        const bytes = results[2 * i + 1];
-        if (head?.[0] != null) throw head[0];
-        if (bytes?.[0] != null) throw bytes[0];
-        replies.push([head?.[1] as string, Number(bytes?.[1])]);
-      }
-    }
+    const replies = await this.#driver.heads(keys, HEADER_BYTES);
     // A header longer than HEADER_BYTES (a long meta): read the whole value.
     for (const [i, [head, bytes]] of replies.entries()) {
       if (head !== null && bytes > HEADER_BYTES && !head.includes('\n')) {
-        replies[i] = [await this.#redis.get(keys[i]!), bytes];
+        replies[i] = [await this.#driver.get(keys[i]!), bytes];
       }
     }
     return rawKeys.map((raw, i) => {
@@ -554,20 +518,6 @@ export class RedisStore implements IdempotencyStore {
     return `${this.prefix}{${key}}:changed`;
   }
 
-  #duplicate(mode: 'sharded' | 'classic'): RedisClient {
-    const redis = this.#redis;
-    const subscriber = redis.isCluster
-      ? (redis as Cluster).duplicate([], {
-          enableOfflineQueue: true,
-          ...(mode === 'sharded' ? { shardedSubscribers: true } : {}),
-        })
-      : (redis as Redis).duplicate({ enableOfflineQueue: true });
-    subscriber.on('error', () => {
-      // Reconnects on its own; waiters fall back to their timers meanwhile.
-    });
-    return subscriber;
-  }
-
   async #run(
     what: string,
     key: string,
@@ -578,7 +528,7 @@ export class RedisStore implements IdempotencyStore {
     const keys = [this.#recordKey(key)];
     if (withChannel) keys.push(this.#channel(key));
     try {
-      return await runScript(this.#redis, script, keys, args);
+      return await this.#driver.script(script, keys, args);
     } catch (cause) {
       // Another type of value under the record's key (a hash, a list): not a record of ours.
       if (cause instanceof Error && /\bWRONGTYPE\b/.test(cause.message)) {
@@ -602,7 +552,7 @@ export class RedisStore implements IdempotencyStore {
    * the tool unguarded on): the call fails, nothing runs, until someone looks at the value.
    */
   #corrupt(what: string, key: string, cause: unknown): RecordIntegrityError {
-    const raw = `${clientKeyPrefix(this.#redis)}${this.#recordKey(key)}`;
+    const raw = `${this.#driver.keyPrefix}${this.#recordKey(key)}`;
     const reason = cause instanceof Error ? cause.message : String(cause);
     return new RecordIntegrityError({
       key,
@@ -617,32 +567,30 @@ export class RedisStore implements IdempotencyStore {
     return new StoreUnavailableError({
       key,
       cause,
-      message: `The Redis idempotency store failed during ${what}: ${reason}. Nothing ran; check that Redis is up and reachable, then retry the same call. (To fail fast while Redis is down, create the client with maxRetriesPerRequest: 1.)`,
+      message: `The Redis idempotency store failed during ${what}: ${reason}. Nothing ran; check that Redis is up and reachable, then retry the same call.${this.#driver.hint}`,
     });
   }
 }
 
-/** The client's own `keyPrefix` (ioredis adds it to KEYS, not to SCAN patterns or results). */
-function clientKeyPrefix(redis: RedisClient): string {
-  const kp = (redis.options as { keyPrefix?: unknown }).keyPrefix;
-  return typeof kp === 'string' ? kp : '';
-}
-
-/** `SCAN` for keys starting with `prefix` on the client, or on every master of a Cluster. */
-export async function* scanKeys(
+/** `SCAN` for keys starting with `prefix` on the client, or on every master of a cluster. */
+export function scanKeys(
   redis: RedisClient,
   prefix: string,
   type?: string,
 ): AsyncGenerator<string[]> {
-  const match = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
-  const nodes = redis.isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
-  for (const node of nodes) {
+  return scanDriver(toDriver(redis), prefix, type);
+}
+
+async function* scanDriver(
+  driver: Driver,
+  prefix: string,
+  type?: string,
+): AsyncGenerator<string[]> {
+  const match = `${globPrefix(prefix)}*`;
+  for (const node of await driver.nodes()) {
     let cursor = '0';
     do {
-      const [next, keys] =
-        type === undefined
-          ? await node.scan(cursor, 'MATCH', match, 'COUNT', 1000)
-          : await node.scan(cursor, 'MATCH', match, 'COUNT', 1000, 'TYPE', type);
+      const [next, keys] = await node.scan(cursor, match, 1000, type);
       cursor = next;
       if (keys.length > 0) yield keys;
     } while (cursor !== '0');

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { Cluster, Redis } from 'ioredis';
 
 /**
  * The Lua scripts of the Redis store: one per operation, each one atomic on the server.
@@ -188,22 +187,3 @@ export const SCRIPTS = {
   get: script(GET),
   purge: script(PURGE),
 } as const;
-
-/**
- * Run a script with `EVALSHA`; on `NOSCRIPT` (first use on a server, or after a restart or
- * `SCRIPT FLUSH`) send it once with `EVAL`, which also caches it. The keys decide the Cluster
- * node, so every script runs on its record's shard.
- */
-export async function runScript(
-  redis: Redis | Cluster,
-  { lua, sha }: Script,
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): Promise<unknown> {
-  try {
-    return await redis.evalsha(sha, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-    return await redis.eval(lua, keys.length, ...keys, ...args);
-  }
-}

@@ -3,6 +3,7 @@ import { serviceAvailable, sleep, TIMER_SLACK_MS, uniqueKey } from '@idempotent-
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createRedisStore } from './index.js';
+import { DRIVERS, type TestDriver, targetOf } from './test-utils/drivers.js';
 import { dropKeys, testPrefix } from './test-utils/keys.js';
 
 /**
@@ -40,11 +41,14 @@ interface Sample {
   claims: number;
 }
 
-async function measure(notifications: 'sharded' | 'classic' | 'off'): Promise<Sample[]> {
+async function measure(
+  driver: TestDriver,
+  notifications: 'sharded' | 'classic' | 'off',
+): Promise<Sample[]> {
   const prefix = testPrefix(`wake-${notifications}`);
   prefixes.push(prefix);
-  const holderClient = redis.duplicate();
-  const waiterClient = redis.duplicate();
+  const holderClient = await driver.connect(targetOf(url));
+  const waiterClient = await driver.connect(targetOf(url));
   // No maxWaitMs fallback within the test: only the push (or the executor's timers) wakes.
   const options = { prefix, notifications, maxWaitMs: 60_000 };
   const holderStore = createRedisStore(holderClient, options);
@@ -105,8 +109,8 @@ async function measure(notifications: 'sharded' | 'classic' | 'off'): Promise<Sa
   } finally {
     await holderStore.close();
     await waiterStore.close();
-    holderClient.disconnect();
-    waiterClient.disconnect();
+    await driver.close(holderClient);
+    await driver.close(waiterClient);
   }
 }
 
@@ -120,31 +124,34 @@ const stats = (times: number[]) => {
 /** The executor's poll intervals without notifications: 2 ms doubling to 100 ms. */
 const pollMs = (n: number) => Math.min(2 ** n, 100);
 
-describe.skipIf(!up)('wake-up of a waiter in another connection', () => {
-  test('pub/sub wakes waiters with its message (no polls); without it the waiter polls, 2 ms doubling to 100 ms', async () => {
-    const sharded = await measure('sharded');
-    const classic = await measure('classic');
-    const polling = await measure('off');
-    const latency = (samples: Sample[]) => JSON.stringify(stats(samples.map((s) => s.wokeMs)));
-    const claimCounts = (samples: Sample[]) => JSON.stringify(stats(samples.map((s) => s.claims)));
-    console.info(
-      `[store-redis] complete -> waiter in another connection has the outcome (ms, ${SAMPLES} samples each): sharded pub/sub ${latency(sharded)}, classic pub/sub ${latency(classic)}, adaptive polling 2-100 ms ${latency(polling)}; waiter claims: pub/sub ${claimCounts(sharded)}, polling ${claimCounts(polling)}`,
-    );
-    // Pub/sub: the first answer, at most one look after the executor's capped first wait
-    // (50 ms), then the one after the message. However long the call was held: no polling.
-    // The message woke it, not a timer: the next one was the 30 s lease.
-    for (const sample of [...sharded, ...classic]) {
-      expect(sample.claims).toBeGreaterThanOrEqual(2);
-      expect(sample.claims).toBeLessThanOrEqual(3);
-      expect(sample.waitedMs).toBeLessThan(30_000 - TIMER_SLACK_MS);
-    }
-    // Polling: at least one poll, and never sooner than the schedule (each timer waits at least
-    // its interval, to the millisecond), so a poll count the waited time cannot hold is a spin.
-    for (const sample of polling) {
-      expect(sample.claims).toBeGreaterThanOrEqual(2);
-      let schedule = 0;
-      for (let n = 1; n < sample.claims; n++) schedule += pollMs(n) - 1;
-      expect(schedule).toBeLessThanOrEqual(sample.waitedMs);
-    }
-  }, 60_000);
-});
+for (const driver of DRIVERS) {
+  describe.skipIf(!up)(`wake-up of a waiter in another connection (${driver.name})`, () => {
+    test('pub/sub wakes waiters with its message (no polls); without it the waiter polls, 2 ms doubling to 100 ms', async () => {
+      const sharded = await measure(driver, 'sharded');
+      const classic = await measure(driver, 'classic');
+      const polling = await measure(driver, 'off');
+      const latency = (samples: Sample[]) => JSON.stringify(stats(samples.map((s) => s.wokeMs)));
+      const claimCounts = (samples: Sample[]) =>
+        JSON.stringify(stats(samples.map((s) => s.claims)));
+      console.info(
+        `[store-redis] ${driver.name}: complete -> waiter in another connection has the outcome (ms, ${SAMPLES} samples each): sharded pub/sub ${latency(sharded)}, classic pub/sub ${latency(classic)}, adaptive polling 2-100 ms ${latency(polling)}; waiter claims: pub/sub ${claimCounts(sharded)}, polling ${claimCounts(polling)}`,
+      );
+      // Pub/sub: the first answer, at most one look after the executor's capped first wait
+      // (50 ms), then the one after the message. However long the call was held: no polling.
+      // The message woke it, not a timer: the next one was the 30 s lease.
+      for (const sample of [...sharded, ...classic]) {
+        expect(sample.claims).toBeGreaterThanOrEqual(2);
+        expect(sample.claims).toBeLessThanOrEqual(3);
+        expect(sample.waitedMs).toBeLessThan(30_000 - TIMER_SLACK_MS);
+      }
+      // Polling: at least one poll, and never sooner than the schedule (each timer waits at least
+      // its interval, to the millisecond), so a poll count the waited time cannot hold is a spin.
+      for (const sample of polling) {
+        expect(sample.claims).toBeGreaterThanOrEqual(2);
+        let schedule = 0;
+        for (let n = 1; n < sample.claims; n++) schedule += pollMs(n) - 1;
+        expect(schedule).toBeLessThanOrEqual(sample.waitedMs);
+      }
+    }, 60_000);
+  });
+}

@@ -1,7 +1,10 @@
 /** Test-only helpers shared by the Redis store tests. */
 import { uniqueKey } from '@idempotent-tools/testing';
-import type { RedisClient } from '../redis-store.js';
+import type { Cluster, Redis } from 'ioredis';
 import { scanKeys } from '../redis-store.js';
+
+/** The tests' admin client (ioredis), whatever client the store under test uses. */
+type RedisClient = Redis | Cluster;
 
 /** A prefix no other test run uses (no braces: they would change the hash tag). */
 export const testPrefix = (label: string): string => `${uniqueKey(`idem-test-${label}`)}:`;

@@ -5,39 +5,27 @@
  * again with longer durations when a loaded machine slept past it.
  */
 import { TIMER_SLACK_MS, waitFor } from '@idempotent-tools/testing';
+import type { Redis } from 'ioredis';
 import { expect } from 'vitest';
-import type { RedisClient } from '../redis-store.js';
 
 /** Subscribers of a sharded channel (`PUBSUB SHARDNUMSUB`) on a single node. */
-export async function shardSubscribers(redis: RedisClient, channel: string): Promise<number> {
+export async function shardSubscribers(redis: Redis, channel: string): Promise<number> {
   return ((await redis.call('PUBSUB', 'SHARDNUMSUB', channel)) as [string, number])[1];
 }
 
-/**
- * Record the `settled` looks a waiter makes (the store reads the record's state with one
- * `GETRANGE` once its subscription is live). Returns the replies, in order.
- *
- * A waiter wakes on its timer (`maxWaitMs`, its timeout), on that look finding the record
- * finished, on a message, or when its subscriber connection drops. Once the look has answered
- * "still running", a wake-up before `maxWaitMs` that made no second look can only be the message:
- * that proves the push, on any machine, where a "woke within N ms" check proves nothing.
- */
-export function recordSettledLooks(client: RedisClient): Promise<string>[] {
-  const looks: Promise<string>[] = [];
-  const getrange = client.getrange.bind(client) as (...args: unknown[]) => Promise<string>;
-  (client as { getrange: unknown }).getrange = (...args: unknown[]) => {
-    const reply = getrange(...args);
-    looks.push(reply);
-    return reply;
-  };
-  return looks;
-}
+// The `settled` looks of a waiter (the store reads the record's state with one `GETRANGE key 0 0`
+// once its subscription is live) are recorded per client family: `TestDriver.recordSettledLooks`.
+//
+// A waiter wakes on its timer (`maxWaitMs`, its timeout), on that look finding the record
+// finished, on a message, or when its subscriber connection drops. Once the look has answered
+// "still running", a wake-up before `maxWaitMs` that made no second look can only be the message:
+// that proves the push, on any machine, where a "woke within N ms" check proves nothing.
 
 /**
  * Start `waiter.waitForChange(key, maxWaitMs)`, let it subscribe and look at the record (still
  * running), make the `change`, and prove that the message woke it: before its `maxWaitMs` timer
  * could (the store's `maxWaitMs` must be the one given), without a second look. `looks` records
- * the waiter's client (`recordSettledLooks`). Returns the ms from the change to the wake-up, to
+ * the waiter's client (`TestDriver.recordSettledLooks`). Returns the ms from the change to the wake-up, to
  * log: how fast is the machine's business, what woke the waiter is the test's.
  */
 export async function expectWokenByPush(options: {

@@ -1,0 +1,135 @@
+/**
+ * The driver layer: what the store needs from a Redis client, whichever client it is. The Lua
+ * scripts, the record format and every decision live in the store; a driver only sends commands
+ * and subscriptions the way its client family wants them:
+ * - `ioredis` and its fork `iovalkey` (single node and Cluster): `driver-ioredis.ts`;
+ * - node-redis (`redis` / `@redis/client` 5 and 6: `createClient`, `createCluster`):
+ *   `driver-node-redis.ts`.
+ * The client types here are structural (no import of any client), so the published types need
+ * none of them installed.
+ */
+import { InvalidInputError } from '@idempotent-tools/core';
+import { ioredisDriver } from './driver-ioredis.js';
+import { nodeRedisDriver } from './driver-node-redis.js';
+import type { Script } from './scripts.js';
+
+/**
+ * An ioredis or iovalkey client: a single node (`new Redis()`) or a Cluster
+ * (`new Redis.Cluster([...])`). Structural: any client with ioredis' command methods.
+ */
+export interface IoRedisLikeClient {
+  evalsha(...args: never[]): Promise<unknown>;
+  duplicate(...args: never[]): unknown;
+  readonly status: string;
+}
+
+/**
+ * A node-redis client from `createClient()` (connected: `await client.connect()`), or a cluster
+ * from `createCluster()` (connected too). `redis` and `@redis/client` 5 and 6.
+ */
+export interface NodeRedisLikeClient {
+  sendCommand(...args: never[]): Promise<unknown>;
+  duplicate(...args: never[]): unknown;
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+}
+
+/** A client the store takes: ioredis, iovalkey, or node-redis; single node or cluster. */
+export type RedisClient = IoRedisLikeClient | NodeRedisLikeClient;
+
+/** One node to `SCAN` (a single node, or a master of a cluster). */
+export interface ScanNode {
+  scan(cursor: string, match: string, count: number, type?: string): Promise<[string, string[]]>;
+}
+
+/** What a pub/sub connection tells the notifier. */
+export interface PubSubEvents {
+  /** A message arrived; its payload is the channel name as the store knows it. */
+  message(payload: string): void;
+  /** The connection dropped or came back: messages may have been lost meanwhile. */
+  reset(): void;
+}
+
+/** The connection waiters subscribe on (one per store, created on the first wait). */
+export interface PubSub {
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  /** Close the connection (only called for a connection the store created). */
+  close(): void;
+}
+
+export interface Driver {
+  readonly family: 'ioredis' | 'node-redis';
+  readonly isCluster: boolean;
+  /** The client's own key prefix (ioredis `keyPrefix`; node-redis has none). */
+  readonly keyPrefix: string;
+  /**
+   * Run a script with `EVALSHA`; on `NOSCRIPT` (first use on a server, or after a restart or
+   * `SCRIPT FLUSH`) send it once with `EVAL`, which also caches it. `keys[0]` decides the
+   * cluster node. Replies are plain: integers as numbers, strings as strings, tables as arrays.
+   */
+  script(
+    script: Script,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown>;
+  /** `GETRANGE key 0 0`: the state letter of a record, '' when there is none. */
+  stateOf(key: string): Promise<string>;
+  get(key: string): Promise<string | null>;
+  /** The server's clock in ms (`TIME`). */
+  time(): Promise<number>;
+  /** The nodes to `SCAN`: the client, or a cluster's masters in a stable order. */
+  nodes(): Promise<ScanNode[]>;
+  /** `GETRANGE key 0 bytes-1` and `STRLEN key` of each key. */
+  heads(keys: readonly string[], bytes: number): Promise<Array<[string | null, number]>>;
+  /**
+   * The pub/sub connection: `given` (the `subscriber` option) or a new one (a duplicate of the
+   * client, connected by the driver), with `events` wired to it.
+   */
+  pubsub(mode: 'sharded' | 'classic', given: RedisClient | undefined, events: PubSubEvents): PubSub;
+  /**
+   * Whether `notifications: 'sharded'` works: false for a Cluster of a client without sharded
+   * subscribers (iovalkey 0.x, an ioredis older than its `shardedSubscribers` option), whose `SSUBSCRIBE` lands on
+   * one node for every slot.
+   */
+  readonly shardedPubSub: boolean;
+  /** Appended to a store-unavailable message: what to check for this client. */
+  readonly hint: string;
+}
+
+/** The driver for a client, or a typed error that says which clients the store takes. */
+export function toDriver(client: unknown, field = 'redis'): Driver {
+  const c = client as Record<string, unknown> | null | undefined;
+  if (c != null && typeof c === 'object') {
+    // ioredis and iovalkey: lowercase command methods (`evalsha`) and a `status`.
+    if (typeof c.evalsha === 'function' && typeof c.duplicate === 'function') {
+      return ioredisDriver(client as IoRedisLikeClient);
+    }
+    // node-redis: `sendCommand` and `isOpen` (v4 to v6; `evalSha`, never `evalsha`).
+    if (typeof c.sendCommand === 'function' && 'isOpen' in c && typeof c.duplicate === 'function') {
+      return nodeRedisDriver(client as NodeRedisLikeClient);
+    }
+  }
+  throw new InvalidInputError({
+    field,
+    message: `createRedisStore needs a Redis client: ioredis or iovalkey (createRedisStore(new Redis(url))), or node-redis (createRedisStore(await createClient({ url }).connect()), or a connected createCluster(...)); got ${client === null ? 'null' : typeof client}.`,
+  });
+}
+
+/** A client's replies as plain values (Buffers as UTF-8 strings, bigints as numbers). */
+export function plain(reply: unknown): unknown {
+  if (Buffer.isBuffer(reply)) return reply.toString('utf8');
+  if (typeof reply === 'bigint') return Number(reply);
+  if (Array.isArray(reply)) return reply.map(plain);
+  return reply;
+}
+
+/** True for the `NOSCRIPT` reply of `EVALSHA`. */
+export function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/** A `SCAN MATCH` pattern for keys starting with `prefix`. */
+export function globPrefix(prefix: string): string {
+  return prefix.replace(/[*?[\]\\]/g, '\\$&');
+}
