@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
   AUDIT_COLUMNS,
-  type AuditEntry,
   type AuditLog,
   type AuditPage,
   type AuditQuery,
@@ -22,7 +21,7 @@ import {
   InvalidInputError,
   StoreUnavailableError,
 } from '@idempotent-tools/core';
-import type { PgQueryable, PgQueryResult } from './change-listener.js';
+import { type Driver, type DriverResult, type PostgresClient, resolveDriver } from './driver.js';
 import { checkIdentifier, DEFAULT_SCHEMA, quoteIdent } from './schema.js';
 
 export interface PostgresAuditLogOptions {
@@ -141,7 +140,7 @@ CREATE INDEX IF NOT EXISTS ${quoteIdent(indexName(table, '_key_idx'))} ON ${t} (
 /**
  * The durable audit trail in PostgreSQL: an append-only table of events (never raw args or
  * results), written in batches off the calls' path, kept for `retentionMs`, with a reader. Pass
- * your pool; the log never ends it.
+ * your pg pool, postgres.js instance or PGlite (as for the store); the log never ends it.
  *
  * ```ts
  * const audit = createPostgresAuditLog(pool, { retentionMs: 30 * 24 * 3600_000 });
@@ -150,7 +149,7 @@ CREATE INDEX IF NOT EXISTS ${quoteIdent(indexName(table, '_key_idx'))} ON ${t} (
  * ```
  */
 export function createPostgresAuditLog(
-  pool: PgQueryable,
+  pool: PostgresClient,
   options: PostgresAuditLogOptions = {},
 ): PostgresAuditLog {
   return new PostgresAuditLog(pool, options);
@@ -165,7 +164,7 @@ export class PostgresAuditLog implements AuditLog {
   readonly retentionMs: number;
   readonly onEvent: (event: IdempotencyEvent) => void;
 
-  readonly #db: PgQueryable;
+  readonly #db: Driver;
   readonly #now: () => number;
   readonly #sink: ReturnType<typeof createBatchedSink>;
   readonly #onError: PostgresAuditLogOptions['onError'];
@@ -181,15 +180,16 @@ export class PostgresAuditLog implements AuditLog {
   #lostOperators = 0;
 
   /** @internal Use `createPostgresAuditLog`. */
-  constructor(pool: PgQueryable, options: PostgresAuditLogOptions) {
-    if (pool == null || typeof (pool as Partial<PgQueryable>).query !== 'function') {
+  constructor(pool: PostgresClient, options: PostgresAuditLogOptions) {
+    if (pool == null) {
       throw new InvalidInputError({
         field: 'pool',
         message:
-          'createPostgresAuditLog needs a pg.Pool (or pg.Client): createPostgresAuditLog(pool).',
+          'createPostgresAuditLog needs a pg.Pool (or pg.Client), a postgres.js instance or a PGlite instance: createPostgresAuditLog(pool).',
       });
     }
-    this.#db = pool;
+    // The same client as the store's: pg, postgres.js or PGlite (detected). Never listens.
+    this.#db = resolveDriver(pool, {}, 'pool', 'createPostgresAuditLog');
     this.schema = checkIdentifier('schema', options.schema ?? DEFAULT_SCHEMA);
     this.table = checkIdentifier('table', options.table ?? 'idempotency_audit');
     this.qualified = `${quoteIdent(this.schema)}.${quoteIdent(this.table)}`;
@@ -237,7 +237,7 @@ export class PostgresAuditLog implements AuditLog {
     const text = `SELECT pg_advisory_xact_lock('${lock}'::bigint);\n${auditSchemaSql(this)}`;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.#db.query({ text });
+        await this.#db.script(text);
         this.#hasOperator = Promise.resolve('present');
         return;
       } catch (error) {
@@ -378,9 +378,9 @@ export class PostgresAuditLog implements AuditLog {
     }
     if (before.has) return 'present';
     try {
-      await this.#db.query({
-        text: `ALTER TABLE ${this.qualified} ADD COLUMN IF NOT EXISTS operator jsonb`,
-      });
+      await this.#db.script(
+        `ALTER TABLE ${this.qualified} ADD COLUMN IF NOT EXISTS operator jsonb`,
+      );
       return 'present';
     } catch (error) {
       if ((await look()).has) return 'present';
@@ -413,7 +413,13 @@ export class PostgresAuditLog implements AuditLog {
         types.push('jsonb');
         columns.push(events.map(auditOperatorJson));
       }
-      const unnest = types.map((type, i) => `$${i + 1}::${type}[]`).join(', ');
+      // jsonb goes as text (JSON.stringify output) cast in SQL: a client that serialises jsonb
+      // parameters itself (postgres.js) would otherwise store the JSON text as a JSON string.
+      const unnest = types
+        .map((type, i) =>
+          type === 'jsonb' ? `$${i + 1}::text[]::jsonb[]` : `$${i + 1}::${type}[]`,
+        )
+        .join(', ');
       await this.#query(
         'write',
         `INSERT INTO ${this.qualified} (${names.join(', ')}) SELECT * FROM unnest(${unnest})`,
@@ -453,7 +459,7 @@ export class PostgresAuditLog implements AuditLog {
     return rowCount ?? 0;
   }
 
-  async #query(what: string, text: string, values: unknown[]): Promise<PgQueryResult> {
+  async #query(what: string, text: string, values: unknown[]): Promise<DriverResult> {
     try {
       return await this.#db.query({ text, values });
     } catch (error) {

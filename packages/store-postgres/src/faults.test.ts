@@ -14,8 +14,11 @@ import {
 } from '@idempotent-tools/core';
 import { TIMER_SLACK_MS, uniqueKey, waitFor } from '@idempotent-tools/testing';
 import pg from 'pg';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { PostgresClient } from './driver.js';
 import { createPostgresStore, type PostgresStore } from './postgres-store.js';
+import { type DriverCase, pgCase, postgresJsCase } from './test-utils/drivers.js';
 import { DATABASE_URL, postgresUp, testPool, uniqueName } from './test-utils/pg.js';
 import { type CommitProxy, startCommitProxy } from './test-utils/proxy.js';
 
@@ -34,7 +37,10 @@ afterAll(async () => {
   await pool.end();
 });
 
-async function freshStore(db: pg.Pool = pool, table = `t${tables++}`): Promise<PostgresStore> {
+async function freshStore(
+  db: PostgresClient = pool,
+  table = `t${tables++}`,
+): Promise<PostgresStore> {
   const store = createPostgresStore(db, { schema, table });
   await store.ensureSchema();
   cleanup.push(() => store.close());
@@ -63,7 +69,7 @@ async function errorOf(promise: Promise<unknown>): Promise<unknown> {
  * same table (to see what committed). The proxied connection is warm: a reply swallowed next is
  * the next statement's.
  */
-async function proxied(): Promise<{
+async function proxied(driver: DriverCase): Promise<{
   store: PostgresStore;
   direct: PostgresStore;
   proxy: CommitProxy;
@@ -76,176 +82,202 @@ async function proxied(): Promise<{
   });
   cleanup.push(() => proxy.close());
   target.port = String(proxy.port);
-  const via = new pg.Pool({ connectionString: target.toString(), max: 1 });
-  via.on('error', () => {});
+  const via = await driver.open({ label: 'faults_via', url: target.toString(), max: 1 });
   cleanup.push(() => via.end());
-  const store = createPostgresStore(via, { schema, table: direct.names.table });
+  const store = createPostgresStore(via.client, { schema, table: direct.names.table });
   cleanup.push(() => store.close());
   const warm = claimInput(uniqueKey('warm'));
   await store.claim(warm);
   await store.complete({ ...warm, state: 'completed', outcome: '1', ttlMs: 10_000 });
+  // postgres.js describes a statement on its first use on a connection (a round trip of its
+  // own, which the proxy would swallow instead): use every statement once.
+  const takeover = { key: warm.key, staleToken: 'none', token: randomUUID(), leaseMs: 1, ttlMs: 1 };
+  expect(await store.takeover(takeover)).toBe(false);
   return { store, direct, proxy };
 }
 
-describe.skipIf(!up)('postgres store: a reply lost after the commit', () => {
-  test('a claim whose connection dropped after the commit, sent again with its token, answers acquired', async () => {
-    const { store, direct, proxy } = await proxied();
-    const key = uniqueKey('lost-claim');
-    const input = claimInput(key);
-    proxy.dropNextReply();
-    const lost = await errorOf(store.claim(input));
-    expect(proxy.dropped).toBe(1);
-    expect(StoreUnavailableError.isInstance(lost)).toBe(true);
-    const committed = await direct.get(key);
-    expect(committed?.token).toBe(input.token); // it did commit
-    const again = await store.claim(input);
-    expect(again.status).toBe('acquired');
-    expect(again.record).toEqual(committed);
-    expect(await direct.get(key)).toEqual(committed);
-    expect((await direct.claim(claimInput(key))).status).toBe('in_progress');
-  });
-
-  test('a complete whose connection dropped after the commit, sent again, answers true; another outcome false', async () => {
-    const { store, direct, proxy } = await proxied();
-    const key = uniqueKey('lost-complete');
-    const input = claimInput(key);
-    expect((await store.claim(input)).status).toBe('acquired');
-    const done = {
-      key,
-      token: input.token,
-      state: 'completed',
-      outcome: '{"v":1}',
-      ttlMs: 60_000,
-    } as const;
-    proxy.dropNextReply();
-    expect(StoreUnavailableError.isInstance(await errorOf(store.complete(done)))).toBe(true);
-    expect(proxy.dropped).toBe(1);
-    const committed = await direct.get(key);
-    expect(committed).toMatchObject({ state: 'completed', outcome: '{"v":1}' });
-    expect(await store.complete(done)).toBe(true);
-    expect(await store.complete({ ...done, outcome: '{"v":2}' })).toBe(false);
-    expect(await direct.get(key)).toEqual(committed);
-  });
-
-  test('a takeover whose connection dropped after the commit, sent again by the new owner, answers true', async () => {
-    const { store, direct, proxy } = await proxied();
-    const key = uniqueKey('lost-takeover');
-    const owner = claimInput(key, 1);
-    expect((await store.claim(owner)).status).toBe('acquired');
-    await waitFor(
-      'the lease to run out',
-      async () => (await direct.claim(claimInput(key))).status === 'stale',
-    );
-    const takeover = {
-      key,
-      staleToken: owner.token,
-      token: randomUUID(),
-      leaseMs: 60_000,
-      ttlMs: 120_000,
-    };
-    proxy.dropNextReply();
-    expect(StoreUnavailableError.isInstance(await errorOf(store.takeover(takeover)))).toBe(true);
-    expect(proxy.dropped).toBe(1);
-    const committed = await direct.get(key);
-    expect(committed?.token).toBe(takeover.token);
-    expect(await store.takeover(takeover)).toBe(true);
-    expect(await direct.get(key)).toEqual(committed);
-  });
-});
-
-describe.skipIf(!up)('postgres store on a pool of max 1', () => {
-  /** A pool of one connection as a user would make it: no connection timeout. */
-  const onePool = () => {
-    const applicationName = uniqueName('idt_max1');
-    const small = new pg.Pool({
-      connectionString: DATABASE_URL,
-      max: 1,
-      application_name: applicationName,
+/**
+ * Per network driver (pg, postgres.js; neither re-sends a statement itself). PGlite has no
+ * connection whose reply could be lost: the statement and its answer are one call in-process.
+ */
+describe.skipIf(!up).each([pgCase, postgresJsCase])(
+  'postgres store on $name: a reply lost after the commit',
+  (driver) => {
+    test('a claim whose connection dropped after the commit, sent again with its token, answers acquired', async () => {
+      const { store, direct, proxy } = await proxied(driver);
+      const key = uniqueKey('lost-claim');
+      const input = claimInput(key);
+      proxy.dropNextReply();
+      const lost = await errorOf(store.claim(input));
+      expect(proxy.dropped).toBe(1);
+      expect(StoreUnavailableError.isInstance(lost)).toBe(true);
+      const committed = await direct.get(key);
+      expect(committed?.token).toBe(input.token); // it did commit
+      const again = await store.claim(input);
+      expect(again.status).toBe('acquired');
+      expect(again.record).toEqual(committed);
+      expect(await direct.get(key)).toEqual(committed);
+      expect((await direct.claim(claimInput(key))).status).toBe('in_progress');
     });
-    small.on('error', () => {});
-    cleanup.push(() => small.end());
-    return { small, applicationName };
-  };
-  /** The call's outcome, or 'hung' when it did not settle in 20 s (only a hang takes that long). */
-  const settle = <T>(promise: Promise<T>) =>
-    Promise.race([
-      promise.then(
-        (value) => ({ value }),
-        (error: unknown) => ({ error }),
-      ),
-      new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000).unref()),
-    ]);
 
-  test('a duplicate waiting behind a holder, and plain calls while a waiter listens, all finish within their bounds', async () => {
-    const { small, applicationName } = onePool();
-    const store = await freshStore(small);
-    const idempotency = createIdempotency({ store });
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
+    test('a complete whose connection dropped after the commit, sent again, answers true; another outcome false', async () => {
+      const { store, direct, proxy } = await proxied(driver);
+      const key = uniqueKey('lost-complete');
+      const input = claimInput(key);
+      expect((await store.claim(input)).status).toBe('acquired');
+      const done = {
+        key,
+        token: input.token,
+        state: 'completed',
+        outcome: '{"v":1}',
+        ttlMs: 60_000,
+      } as const;
+      proxy.dropNextReply();
+      expect(StoreUnavailableError.isInstance(await errorOf(store.complete(done)))).toBe(true);
+      expect(proxy.dropped).toBe(1);
+      const committed = await direct.get(key);
+      expect(committed).toMatchObject({ state: 'completed', outcome: '{"v":1}' });
+      expect(await store.complete(done)).toBe(true);
+      expect(await store.complete({ ...done, outcome: '{"v":2}' })).toBe(false);
+      expect(await direct.get(key)).toEqual(committed);
     });
-    let started!: () => void;
-    const running = new Promise<void>((resolve) => {
-      started = resolve;
-    });
-    let runs = 0;
-    const call = { toolName: 'slow', turnId: uniqueKey('turn'), args: {} };
-    const tool = async () => {
-      runs++;
-      started();
-      await gate;
-      return { held: true };
-    };
-    const holder = settle(idempotency.run(call, tool));
-    await running;
 
-    // A duplicate with a short waitTimeout: InProgressError once it ran out, not a hang.
-    const waitTimeout = 300;
-    const t0 = performance.now();
-    const duplicate = await settle(idempotency.run(call, tool, { waitTimeout }));
-    expect(duplicate).not.toBe('hung');
-    expect(InProgressError.isInstance((duplicate as { error?: unknown }).error)).toBe(true);
-    expect(performance.now() - t0).toBeGreaterThanOrEqual(waitTimeout - TIMER_SLACK_MS);
-
-    // A waiter with a long waitTimeout listens (its own connection, not the pool's)...
-    const waiter = settle(idempotency.run(call, tool, { waitTimeout: 60_000 }));
-    await waitFor('the waiter to LISTEN', async () => {
-      const { rows } = await pool.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'`,
-        [applicationName],
+    test('a takeover whose connection dropped after the commit, sent again by the new owner, answers true', async () => {
+      const { store, direct, proxy } = await proxied(driver);
+      const key = uniqueKey('lost-takeover');
+      const owner = claimInput(key, 1);
+      expect((await store.claim(owner)).status).toBe('acquired');
+      await waitFor(
+        'the lease to run out',
+        async () => (await direct.claim(claimInput(key))).status === 'stale',
       );
-      return rows[0].n === 1;
+      const takeover = {
+        key,
+        staleToken: owner.token,
+        token: randomUUID(),
+        leaseMs: 60_000,
+        ttlMs: 120_000,
+      };
+      proxy.dropNextReply();
+      expect(StoreUnavailableError.isInstance(await errorOf(store.takeover(takeover)))).toBe(true);
+      expect(proxy.dropped).toBe(1);
+      const committed = await direct.get(key);
+      expect(committed?.token).toBe(takeover.token);
+      expect(await store.takeover(takeover)).toBe(true);
+      expect(await direct.get(key)).toEqual(committed);
     });
-    // ...while plain calls on the one pooled connection go through.
-    for (let i = 0; i < 5; i++) {
-      const plain = await settle(
-        idempotency.run(
-          { toolName: 'plain', turnId: uniqueKey('turn'), args: { i } },
-          async () => i,
+  },
+);
+
+/** pg and postgres.js (whose `sql.listen` runs on a connection of its own, outside `max`). */
+describe.skipIf(!up).each([['pg'], ['postgres.js']] as const)(
+  'postgres store on %s with a pool of max 1',
+  (driver) => {
+    /** A pool of one connection as a user would make it: no connection timeout. */
+    const onePool = () => {
+      const applicationName = uniqueName('idt_max1');
+      if (driver === 'postgres.js') {
+        const small = postgres(DATABASE_URL, {
+          max: 1,
+          onnotice: () => {},
+          connection: { application_name: applicationName },
+        });
+        cleanup.push(() => small.end({ timeout: 5 }));
+        return { small, applicationName };
+      }
+      const small = new pg.Pool({
+        connectionString: DATABASE_URL,
+        max: 1,
+        application_name: applicationName,
+      });
+      small.on('error', () => {});
+      cleanup.push(() => small.end());
+      return { small, applicationName };
+    };
+    /** The call's outcome, or 'hung' when it did not settle in 20 s (only a hang takes that long). */
+    const settle = <T>(promise: Promise<T>) =>
+      Promise.race([
+        promise.then(
+          (value) => ({ value }),
+          (error: unknown) => ({ error }),
         ),
-      );
-      expect(plain).toEqual({ value: expect.objectContaining({ value: i, outcome: 'executed' }) });
-    }
+        new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000).unref()),
+      ]);
 
-    release();
-    expect(await holder).toEqual({
-      value: expect.objectContaining({ outcome: 'executed', value: { held: true } }),
-    });
-    expect(await waiter).toEqual({
-      value: expect.objectContaining({ replayed: true, value: { held: true } }),
-    });
-    expect(runs).toBe(1);
-    // close() ends the store's own LISTEN connection.
-    await store.close();
-    await waitFor('close() to end the LISTEN connection', async () => {
-      const { rows } = await pool.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND query LIKE '%LISTEN%'`,
-        [applicationName],
-      );
-      return rows[0].n === 0;
-    });
-  }, 60_000);
-});
+    test('a duplicate waiting behind a holder, and plain calls while a waiter listens, all finish within their bounds', async () => {
+      const { small, applicationName } = onePool();
+      const store = await freshStore(small);
+      const idempotency = createIdempotency({ store });
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let started!: () => void;
+      const running = new Promise<void>((resolve) => {
+        started = resolve;
+      });
+      let runs = 0;
+      const call = { toolName: 'slow', turnId: uniqueKey('turn'), args: {} };
+      const tool = async () => {
+        runs++;
+        started();
+        await gate;
+        return { held: true };
+      };
+      const holder = settle(idempotency.run(call, tool));
+      await running;
+
+      // A duplicate with a short waitTimeout: InProgressError once it ran out, not a hang.
+      const waitTimeout = 300;
+      const t0 = performance.now();
+      const duplicate = await settle(idempotency.run(call, tool, { waitTimeout }));
+      expect(duplicate).not.toBe('hung');
+      expect(InProgressError.isInstance((duplicate as { error?: unknown }).error)).toBe(true);
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(waitTimeout - TIMER_SLACK_MS);
+
+      // A waiter with a long waitTimeout listens (its own connection, not the pool's)...
+      const waiter = settle(idempotency.run(call, tool, { waitTimeout: 60_000 }));
+      await waitFor('the waiter to LISTEN', async () => {
+        const { rows } = await pool.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`,
+          [applicationName],
+        );
+        return rows[0].n === 1;
+      });
+      // ...while plain calls on the one pooled connection go through.
+      for (let i = 0; i < 5; i++) {
+        const plain = await settle(
+          idempotency.run(
+            { toolName: 'plain', turnId: uniqueKey('turn'), args: { i } },
+            async () => i,
+          ),
+        );
+        expect(plain).toEqual({
+          value: expect.objectContaining({ value: i, outcome: 'executed' }),
+        });
+      }
+
+      release();
+      expect(await holder).toEqual({
+        value: expect.objectContaining({ outcome: 'executed', value: { held: true } }),
+      });
+      expect(await waiter).toEqual({
+        value: expect.objectContaining({ replayed: true, value: { held: true } }),
+      });
+      expect(runs).toBe(1);
+      // close() ends the store's own LISTEN connection (pg); postgres.js keeps its own connection
+      // open until sql.end(), and close() unlistens on it.
+      await store.close();
+      await waitFor('close() to end the LISTEN connection', async () => {
+        const { rows } = await pool.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE '${driver === 'pg' ? '%' : ''}LISTEN%'`,
+          [applicationName],
+        );
+        return rows[0].n === 0;
+      });
+    }, 60_000);
+  },
+);
 
 describe.skipIf(!up)('postgres store: rows it did not write', () => {
   test('a finished row without outcome, or a state the store does not know: RecordIntegrityError, the tool never runs', async () => {

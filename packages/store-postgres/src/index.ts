@@ -5,13 +5,16 @@ export {
   PostgresAuditLog,
   type PostgresAuditLogOptions,
 } from './audit-log.js';
+export { type DriverName, detectDriver, type PostgresClient } from './driver.js';
 export type {
   PgListenClient,
   PgNotification,
   PgQueryable,
   PgQueryConfig,
   PgQueryResult,
-} from './change-listener.js';
+} from './drivers/pg.js';
+export type { PgliteLike, PgliteResult } from './drivers/pglite.js';
+export type { PostgresJsResult, PostgresJsSql } from './drivers/postgres-js.js';
 export {
   createPostgresStore,
   PostgresStore,

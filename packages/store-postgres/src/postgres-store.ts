@@ -22,18 +22,24 @@ import {
   StoreUnavailableError,
   type TakeoverInput,
 } from '@idempotent-tools/core';
+import { ChangeListener, type PgListenClient } from './change-listener.js';
 import {
-  ChangeListener,
-  isListenClient,
-  isPool,
-  type PgListenClient,
-  type PgQueryable,
-  type PgQueryConfig,
-  type PgQueryResult,
-} from './change-listener.js';
+  type Driver,
+  type DriverName,
+  type DriverResult,
+  type PostgresClient,
+  resolveDriver,
+} from './driver.js';
 import { type ResolvedNames, resolveNames, schemaSql, type TableNames } from './schema.js';
 
 export interface PostgresStoreOptions extends TableNames {
+  /**
+   * The client library of the first argument. Detected from its shape: a postgres.js instance
+   * (a function with `unsafe` and `listen`), a PGlite instance (`query`, `exec`, `listen`,
+   * `waitReady`), else `pg` (anything with `query(config)`). Set it to have a mismatch thrown.
+   * @default detected
+   */
+  driver?: DriverName;
   /**
    * `LISTEN`/`NOTIFY` channel for change notifications. Every process sharing the table must use
    * the same one.
@@ -48,7 +54,7 @@ export interface PostgresStoreOptions extends TableNames {
    */
   notifications?: boolean;
   /**
-   * A connected client dedicated to `LISTEN`. The store adds listeners to it and `UNLISTEN`s in
+   * `pg` only: a connected client dedicated to `LISTEN`. The store adds listeners to it and `UNLISTEN`s in
    * `close()`, but never ends it.
    * @default with a `pg.Pool`, a client of the store's own, opened on the first wait with the
    * pool's settings (`new pool.Client(pool.options)`: one connection besides the pool's `max`,
@@ -57,7 +63,8 @@ export interface PostgresStoreOptions extends TableNames {
   listenClient?: PgListenClient;
   /**
    * Use named prepared statements (parsed once per connection). Turn off for poolers that do not
-   * support them.
+   * support them. postgres.js: per statement, besides the instance's own `prepare` option (which
+   * wins when false). PGlite has none: ignored.
    * @default true
    */
   preparedStatements?: boolean;
@@ -212,15 +219,20 @@ DELETE FROM ${t} r USING doomed, clock WHERE r.key = doomed.key AND r.expires_at
   return statements;
 }
 
-/** PostgreSQL `text` holds neither NUL nor lone surrogates (they would not round-trip). */
-function storable(value: string): boolean {
-  return !value.includes('\u0000') && value.isWellFormed();
+/**
+ * PostgreSQL `text` holds neither NUL nor lone surrogates (they would not round-trip); PGlite
+ * also drops a leading U+FEFF from every text it returns (`lossyBom`).
+ */
+function storable(value: string, lossyBom = false): boolean {
+  return (
+    !value.includes('\u0000') && value.isWellFormed() && !(lossyBom && value.startsWith('\uFEFF'))
+  );
 }
 
 /** Whether every text of a filter can be stored (else no record can match it). */
-function filterStorable(filter: StatsFilter): boolean {
+function filterStorable(filter: StatsFilter, lossyBom: boolean): boolean {
   return [filter.toolName, filter.turnId, filter.scope].every(
-    (v) => v === undefined || storable(v),
+    (v) => v === undefined || storable(v, lossyBom),
   );
 }
 
@@ -228,7 +240,10 @@ function filterStorable(filter: StatsFilter): boolean {
  * The WHERE of `list` / `stats` over `r` and `clock`: live rows and the filter's columns. Texts
  * that cannot be stored are replaced by a parameter no row matches.
  */
-function inspectionWhere(filter: StatsFilter & { state?: string | undefined }): {
+function inspectionWhere(
+  filter: StatsFilter & { state?: string | undefined },
+  lossyBom: boolean,
+): {
   where: string[];
   values: unknown[];
 } {
@@ -240,7 +255,7 @@ function inspectionWhere(filter: StatsFilter & { state?: string | undefined }): 
     ['scope', filter.scope],
   ] as const) {
     if (value === undefined) continue;
-    values.push(storable(value) ? value : '');
+    values.push(storable(value, lossyBom) ? value : '');
     where.push(`r.${column} = $${values.length}`);
   }
   if (filter.state === 'in_progress') {
@@ -260,7 +275,13 @@ function dynamic(op: string, text: string): Statement {
   return { name: `idempotent_tools_${op}_${digest}`, text };
 }
 
-function checkText(field: string, value: string | undefined): void {
+function checkText(field: string, value: string | undefined, lossyBom: boolean): void {
+  if (value !== undefined && lossyBom && storable(value) && !storable(value, true)) {
+    throw new InvalidInputError({
+      field,
+      message: `${field} starts with U+FEFF (a byte order mark), which PGlite drops from the text it returns: it would not round-trip. Remove it or put another character before it (the executor's outcomes are JSON and never start with it).`,
+    });
+  }
   if (value !== undefined && !storable(value)) {
     throw new InvalidInputError({
       field,
@@ -328,17 +349,17 @@ function toRecord(row: Record<string, unknown>): IdempotencyRecord {
 }
 
 /**
- * The PostgreSQL store for `pg`: durable, one statement per operation, times from the database
- * clock, waiters woken through `LISTEN`/`NOTIFY`.
+ * The PostgreSQL store on `pg`, postgres.js or PGlite: durable, one statement per operation,
+ * times from the database clock, waiters woken through `LISTEN`/`NOTIFY`.
  *
  * ```ts
- * const store = createPostgresStore(new pg.Pool({ connectionString }));
+ * const store = createPostgresStore(new pg.Pool({ connectionString })); // or postgres(url), new PGlite()
  * await store.ensureSchema(); // or run sql/schema.sql in your migrations
  * const idempotency = createIdempotency({ store });
  * ```
  */
 export function createPostgresStore(
-  pool: PgQueryable,
+  pool: PostgresClient,
   options: PostgresStoreOptions = {},
 ): PostgresStore {
   return new PostgresStore(pool, options);
@@ -358,7 +379,11 @@ export class PostgresStore implements IdempotencyStore {
    */
   readonly waitForChange?: (key: string, timeoutMs: number, signal?: AbortSignal) => Promise<void>;
 
-  readonly #db: PgQueryable;
+  /** The client library the store runs on. */
+  readonly driver: DriverName;
+  readonly #db: Driver;
+  /** The client drops a leading U+FEFF of the text it returns (PGlite): refuse such text. */
+  readonly #lossyBom: boolean;
   readonly #sql: ReturnType<typeof buildStatements>;
   readonly #notify: boolean;
   readonly #prepare: boolean;
@@ -369,13 +394,7 @@ export class PostgresStore implements IdempotencyStore {
   /** The claim statement in flight per key (see `claim`). */
   readonly #claiming = new Map<string, Promise<Record<string, unknown> | undefined>>();
 
-  constructor(pool: PgQueryable, options: PostgresStoreOptions = {}) {
-    if (pool == null || typeof (pool as Partial<PgQueryable>).query !== 'function') {
-      throw new InvalidInputError({
-        field: 'pool',
-        message: 'createPostgresStore needs a pg.Pool (or pg.Client): createPostgresStore(pool).',
-      });
-    }
+  constructor(pool: PostgresClient, options: PostgresStoreOptions = {}) {
     if (options === null || typeof options !== 'object') {
       throw new InvalidInputError({ field: 'options', message: 'options must be an object.' });
     }
@@ -394,24 +413,19 @@ export class PostgresStore implements IdempotencyStore {
         message: `purgeBatchSize must be a whole number between 1 and 1000000, got ${String(batch)}.`,
       });
     }
-    if (options.listenClient !== undefined && !isListenClient(options.listenClient)) {
-      throw new InvalidInputError({
-        field: 'listenClient',
-        message: 'listenClient must be a connected pg.Client (with query, on and removeListener).',
-      });
-    }
+    const driver = resolveDriver(pool, options);
     this.names = { ...names, channel };
-    this.#db = pool;
+    this.#db = driver;
+    this.driver = driver.name;
+    this.#lossyBom = driver.name === 'pglite';
     this.#notify = options.notifications ?? true;
     this.#prepare = options.preparedStatements ?? true;
     this.#purgeBatchSize = batch;
     this.#sql = buildStatements(names, this.#notify);
-    const listenSource = !this.#notify
-      ? undefined
-      : (options.listenClient ?? (isPool(pool) ? pool : isListenClient(pool) ? pool : undefined));
-    this.#changes = new ChangeListener(listenSource, channel);
-    this.capabilities = { notifiesChanges: listenSource !== undefined, durable: true };
-    if (listenSource !== undefined) {
+    const listen = this.#notify ? driver.listen : undefined;
+    this.#changes = new ChangeListener(listen, channel);
+    this.capabilities = { notifiesChanges: listen !== undefined, durable: true };
+    if (listen !== undefined) {
       this.waitForChange = (key, timeoutMs, signal) =>
         this.#changes.wait(key, timeoutMs, () => this.#changedSinceClaim(key), signal);
     }
@@ -426,7 +440,7 @@ export class PostgresStore implements IdempotencyStore {
     for (let attempt = 1; ; attempt++) {
       try {
         // No parameters: one simple-protocol round trip, run as one implicit transaction.
-        await this.#db.query({ text });
+        await this.#db.script(text);
         return;
       } catch (error) {
         // A creator that does not take the lock (a migration) can still race us on pg_type.
@@ -438,12 +452,12 @@ export class PostgresStore implements IdempotencyStore {
   }
 
   async claim(input: ClaimInput): Promise<ClaimResult> {
-    checkText('key', input.key);
-    checkText('fingerprint', input.fingerprint);
-    checkText('token', input.token);
-    checkText('meta.toolName', input.meta?.toolName);
-    checkText('meta.scope', input.meta?.scope);
-    checkText('meta.turnId', input.meta?.turnId);
+    checkText('key', input.key, this.#lossyBom);
+    checkText('fingerprint', input.fingerprint, this.#lossyBom);
+    checkText('token', input.token, this.#lossyBom);
+    checkText('meta.toolName', input.meta?.toolName, this.#lossyBom);
+    checkText('meta.scope', input.meta?.scope, this.#lossyBom);
+    checkText('meta.turnId', input.meta?.turnId, this.#lossyBom);
     const values = [
       input.key,
       input.fingerprint,
@@ -503,34 +517,36 @@ export class PostgresStore implements IdempotencyStore {
   }
 
   async complete(input: CompleteInput): Promise<boolean> {
-    checkText('outcome', input.outcome);
-    if (!storable(input.key) || !storable(input.token)) return false;
+    checkText('outcome', input.outcome, this.#lossyBom);
+    if (!storable(input.key, this.#lossyBom) || !storable(input.token, this.#lossyBom))
+      return false;
     const values = [input.key, input.token, input.state, input.outcome, input.ttlMs];
     if (this.#notify) values.push(this.names.channel);
     return (await this.#run('complete', this.#sql.complete, values, input.key)).rowCount === 1;
   }
 
   async release(key: string, token: string): Promise<boolean> {
-    if (!storable(key) || !storable(token)) return false;
+    if (!storable(key, this.#lossyBom) || !storable(token, this.#lossyBom)) return false;
     const values: unknown[] = [key, token];
     if (this.#notify) values.push(this.names.channel);
     return (await this.#run('release', this.#sql.release, values, key)).rowCount === 1;
   }
 
   async renew(key: string, token: string, leaseMs: number): Promise<boolean> {
-    if (!storable(key) || !storable(token)) return false;
+    if (!storable(key, this.#lossyBom) || !storable(token, this.#lossyBom)) return false;
     return (await this.#run('renew', this.#sql.renew, [key, token, leaseMs], key)).rowCount === 1;
   }
 
   async takeover(input: TakeoverInput): Promise<boolean> {
-    if (!storable(input.key) || !storable(input.staleToken)) return false;
-    checkText('token', input.token);
+    if (!storable(input.key, this.#lossyBom) || !storable(input.staleToken, this.#lossyBom))
+      return false;
+    checkText('token', input.token, this.#lossyBom);
     const values = [input.key, input.staleToken, input.token, input.leaseMs, input.ttlMs];
     return (await this.#run('takeover', this.#sql.takeover, values, input.key)).rowCount === 1;
   }
 
   async get(key: string): Promise<IdempotencyRecord | undefined> {
-    if (!storable(key)) return undefined;
+    if (!storable(key, this.#lossyBom)) return undefined;
     const row = (await this.#run('get', this.#sql.get, [key], key)).rows[0];
     return row === undefined ? undefined : toRecord(checkRow(row, this.names.qualified));
   }
@@ -555,9 +571,12 @@ export class PostgresStore implements IdempotencyStore {
       checked.cursor === undefined
         ? undefined
         : decodeCursor(checked.cursor, (v) => (typeof v === 'string' ? v : undefined));
-    if (!filterStorable(checked) || (after !== undefined && !storable(after)))
+    if (
+      !filterStorable(checked, this.#lossyBom) ||
+      (after !== undefined && !storable(after, this.#lossyBom))
+    )
       return { records: [] };
-    const { where, values } = inspectionWhere(checked);
+    const { where, values } = inspectionWhere(checked, this.#lossyBom);
     if (after !== undefined) {
       values.push(after);
       where.push(`r.key > $${values.length}`);
@@ -588,7 +607,7 @@ ORDER BY r.key LIMIT $${values.length}`;
   /** Live records by state (one aggregate statement over the live rows). */
   async stats(filter?: StatsFilter): Promise<StoreStats> {
     const checked = checkStatsFilter(filter);
-    const { where, values } = inspectionWhere(checked);
+    const { where, values } = inspectionWhere(checked, this.#lossyBom);
     const text = `WITH clock AS (SELECT ${NOW_MS} AS ms)
 SELECT clock.ms AS now, count(r.key) AS records,
   count(r.key) FILTER (WHERE r.state = 'in_progress' AND r.lease_expires_at > clock.ms) AS in_progress,
@@ -599,7 +618,7 @@ FROM clock LEFT JOIN ${this.names.qualified} r ON ${where.join(' AND ')}
 GROUP BY clock.ms`;
     const { rows } = await this.#run('stats', dynamic('stats', text), values);
     const row = rows[0] ?? {};
-    if (!filterStorable(checked)) return emptyStats(Number(row.now));
+    if (!filterStorable(checked, this.#lossyBom)) return emptyStats(Number(row.now));
     return {
       records: Number(row.records),
       inProgress: Number(row.in_progress),
@@ -622,8 +641,8 @@ GROUP BY clock.ms`;
     statement: Statement,
     values: unknown[],
     key?: string,
-  ): Promise<PgQueryResult> {
-    const config: PgQueryConfig = this.#prepare
+  ): Promise<DriverResult> {
+    const config = this.#prepare
       ? { name: statement.name, text: statement.text, values }
       : { text: statement.text, values };
     for (let attempt = 1; ; attempt++) {

@@ -6,6 +6,7 @@
 import { TIMER_SLACK_MS, waitFor } from '@idempotent-tools/testing';
 import { expect } from 'vitest';
 import type { PgQueryResult } from '../change-listener.js';
+import { detectDriver } from '../driver.js';
 
 /** One statement sent through `query(config)`, and its reply. */
 export interface SentStatement {
@@ -14,17 +15,31 @@ export interface SentStatement {
 }
 
 /**
- * Record the statements sent with `db.query(config)` from now on (a `pg.Pool`, a `pg.Client`, or
- * a wrapper): replace its `query` by one that notes them. Returns the list, in order.
+ * Record the statements sent through a client from now on: `db.query(config)` of a `pg.Pool`, a
+ * `pg.Client` or a wrapper; `sql.unsafe(text, ...)` of postgres.js; `db.query(text, ...)` of
+ * PGlite (its method is replaced by one that notes them). Returns the list, in order, each reply
+ * as `{ rows, rowCount }`.
  */
-export function recordStatements(db: { query: unknown }): SentStatement[] {
+export function recordStatements(db: unknown): SentStatement[] {
   const sent: SentStatement[] = [];
-  const query = (db.query as (...args: unknown[]) => unknown).bind(db);
-  db.query = (...args: unknown[]) => {
-    const result = query(...args);
-    const text = (args[0] as { text?: unknown } | undefined)?.text;
-    if (typeof text === 'string' && result instanceof Promise) {
-      sent.push({ text, reply: result as Promise<PgQueryResult> });
+  const target = db as Record<string, unknown>;
+  const method = detectDriver(db) === 'postgres.js' ? 'unsafe' : 'query';
+  const original = (target[method] as (...args: unknown[]) => unknown).bind(db);
+  target[method] = (...args: unknown[]) => {
+    const result = original(...args);
+    const first = args[0];
+    const text = typeof first === 'string' ? first : (first as { text?: unknown })?.text;
+    if (typeof text === 'string' && result !== null && typeof result === 'object') {
+      const reply = Promise.resolve(result as PromiseLike<unknown>).then((r) =>
+        Array.isArray(r)
+          ? {
+              rows: [...r] as Record<string, unknown>[],
+              rowCount: (r as { count?: number }).count ?? null,
+            }
+          : (r as PgQueryResult),
+      );
+      reply.catch(() => {});
+      sent.push({ text, reply });
     }
     return result;
   };
