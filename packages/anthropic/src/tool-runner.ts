@@ -11,25 +11,17 @@ import type {
 } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner';
 import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
 import type { BetaMessageParam } from '@anthropic-ai/sdk/resources/beta/messages/messages';
-import {
-  ConfigurationError,
-  type ExecutionContext,
-  type ExecutorOptions,
-  type ToolPolicy,
-  withRetryNote,
-} from '@idempotent-tools/core';
+import { type ExecutorOptions, type ToolPolicy, withRetryNote } from '@idempotent-tools/core';
 import {
   type AdapterOptions,
-  audienceOf,
-  callOf,
-  createAdapter,
-  errorText,
+  createRunnerStop,
+  createToolListAdapter,
+  markToolResult,
   mergeSignals,
-  parseArguments,
   parseSchema,
-  runCall,
+  runToolCall,
 } from '@idempotent-tools/core/adapter-kit';
-import { markResult, transcriptOf } from './messages.js';
+import { transcriptOf } from './messages.js';
 
 /** One tool call as the `turnId`, `conversationId` and `scope` functions get it. */
 export interface RunnerCall {
@@ -48,22 +40,13 @@ type Output = string | Exclude<Awaited<ReturnType<BetaRunnableTool['run']>>, str
 export type IdempotentToolRunnerOptions = ExecutorOptions &
   AdapterOptions<RunnerCall, ToolPolicy<never, Output>>;
 
-const caller = 'idempotentToolRunner';
-const ok = Symbol('ok');
-
 const isRunnable = (tool: object): tool is BetaRunnableTool =>
   'run' in tool && 'parse' in tool && 'name' in tool && typeof tool.name === 'string';
 
 /**
  * `client.beta.messages.toolRunner(params, requestOptions)` with the runnable tools of
- * `params.tools` made idempotent: a repeat of a call in the same turn of the same conversation
- * returns the stored output, marked `"replayed": true`, and the tool does not run again. Name,
- * input schema and every other field are kept; descriptions get the retry note. The turn is
- * derived from the runner's messages with `conversationId`, or given as `turnId`.
- *
- * A developer error found while the runner runs (a call whose turn cannot be identified) runs
- * nothing and stops the runner before its next request: it is thrown out of `await runner`,
- * `for await`, `runner.done()`.
+ * `params.tools` made idempotent (see the README). A developer error found while the runner runs
+ * stops it and is thrown out of `await runner`, `for await`, `runner.done()`.
  *
  * @throws ConfigurationError at once for a setup that can never tell conversations apart, a
  *   misspelt option, a bad policy, a tool name the API rejects
@@ -74,26 +57,17 @@ export function idempotentToolRunner<Stream extends boolean = false>(
   options: IdempotentToolRunnerOptions,
   requestOptions: BetaToolRunnerRequestOptions = {},
 ): BetaToolRunner<Stream> {
-  if (!Array.isArray(params?.tools)) {
-    throw new ConfigurationError({
-      option: 'tools',
-      message: `${caller}: params.tools must be the array you pass to client.beta.messages.toolRunner.`,
-    });
-  }
-  const tools = params.tools as object[];
-  const adapter = createAdapter<RunnerCall>(options as never, {
-    caller,
-    toolNames: tools.filter(isRunnable).map((t) => t.name),
-    otherToolNames: tools.flatMap((t) => (!isRunnable(t) && 'name' in t ? [String(t.name)] : [])),
+  const adapter = createToolListAdapter<RunnerCall, BetaRunnableTool>(params?.tools, options, {
+    caller: 'idempotentToolRunner',
+    list: 'params.tools must be the array you pass to client.beta.messages.toolRunner',
+    isTool: isRunnable,
     transcript: (call) => transcriptOf(call.messages),
     howTo: 'conversationId (your chat id) or turnId (your id of the user message)',
   });
   let runner: BetaToolRunner<Stream> | undefined;
-  let failure: unknown;
-  const stop = new AbortController();
+  const stop = createRunnerStop();
   const forDeveloper = (error: unknown): never => {
-    failure ??= error;
-    stop.abort(error); // the runner sends nothing more
+    stop.stop(error); // the runner sends nothing more
     throw new ToolError('Not run: a configuration error went to the developer.');
   };
 
@@ -112,43 +86,31 @@ export function idempotentToolRunner<Stream extends boolean = false>(
       ...(toJSON && { toJSON: () => ({ ...toJSON(), ...described }) }),
     };
     if (treatment === 'unsafe') return kept;
-    const policy = adapter.policy(tool.name) as ToolPolicy | undefined;
     return {
       ...kept,
       parse: (input) => input, // checked in run, so that bad input gets a text saying what to fix
       async run(input, context) {
-        const parsed = await parseArguments(
-          tool.name,
-          input,
-          parseSchema((value) => tool.parse(value)),
-        );
-        if ('error' in parsed) throw new ToolError(parsed.error);
-        const messages = runner?.params.messages ?? [];
-        const info = {
+        const ran = await runToolCall(adapter, {
           toolName: tool.name,
-          input: parsed.args,
-          toolUse: context?.toolUse,
-          messages,
-        };
-        let call: ReturnType<typeof callOf>;
-        try {
-          call = callOf(adapter, info, tool.name, parsed.args, policy);
-        } catch (error) {
-          if (audienceOf(error) === 'developer') return forDeveloper(error);
-          throw new ToolError(errorText(error) ?? String(error));
-        }
-        const signal = (ctx: ExecutionContext) => mergeSignals(context?.signal, ctx.signal);
-        const ran = await runCall(
-          adapter,
-          call,
-          (args, ctx) => tool.run(args, context && { ...context, signal: signal(ctx) }),
-          (value, replayed) => ({ [ok]: markResult(value, replayed, adapter.markFresh) }),
-        );
-        if ('error' in ran)
-          return ran.developer ? forDeveloper(ran.error) : Promise.reject(ran.error);
-        const output = ran.output as { [ok]: unknown } | string;
-        if (typeof output === 'string') throw new ToolError(output); // an idempotency error
-        return output[ok] as Output;
+          arguments: input,
+          schema: parseSchema((value) => tool.parse(value)),
+          info: (args) => ({
+            toolName: tool.name,
+            input: args,
+            toolUse: context?.toolUse,
+            messages: runner?.params.messages ?? [],
+          }),
+          execute: (args, ctx) =>
+            tool.run(
+              args,
+              context && { ...context, signal: mergeSignals(context.signal, ctx.signal) },
+            ),
+          mark: (value, replayed) => markToolResult(value, replayed, adapter.markFresh),
+        });
+        if ('developer' in ran) return forDeveloper(ran.developer);
+        if ('error' in ran) throw ran.error; // the tool's own: the runner makes its is_error result
+        if ('text' in ran) throw new ToolError(ran.text); // bad input, an idempotency error
+        return ran.output as Output;
       },
     };
   };
@@ -158,18 +120,5 @@ export function idempotentToolRunner<Stream extends boolean = false>(
     { ...requestOptions, signal: mergeSignals(requestOptions.signal, stop.signal) },
   ) as BetaToolRunner<Stream>;
   // The runner ends with its abort error when a developer error stopped it: throw that instead.
-  const rethrow = (error: unknown): never => {
-    throw failure ?? error;
-  };
-  const iterate = runner[Symbol.asyncIterator].bind(runner);
-  runner[Symbol.asyncIterator] = async function* () {
-    try {
-      return yield* { [Symbol.asyncIterator]: iterate };
-    } catch (error) {
-      return rethrow(error);
-    }
-  } as never;
-  const done = runner.done.bind(runner);
-  runner.done = () => done().catch(rethrow);
-  return runner;
+  return stop.guard(runner, ['done']);
 }

@@ -22,6 +22,7 @@ export {
 } from './arguments.js';
 export {
   audienceOf,
+  type CallOutcome,
   type ContextRegistry,
   createContextRegistry,
   createEscapes,
@@ -37,6 +38,7 @@ export {
   relay,
   replayMarkBlock,
   runCall,
+  settleCall,
   unwrappedContext,
 } from './calls.js';
 export {
@@ -55,12 +57,25 @@ export {
   type ToolHandler,
 } from './dispatch-calls.js';
 export {
+  boxedOutputs,
+  boxOutput,
+  markToolResult,
+  toolResultContent,
+  toolResultOf,
+  unboxOutput,
+} from './results.js';
+export { createRunnerStop, type RunnerStop } from './runner-stop.js';
+export { runToolCall, type ToolCall } from './tool-call.js';
+export {
+  createToolListAdapter,
   createToolSetAdapter,
   type OneToolOptions,
   oneToolOptions,
+  type ToolListSpec,
   type ToolSetOptions,
   type ToolSetSpec,
 } from './tool-set.js';
+export { type ChatTranscriptSpec, chatTranscript, contentBlocks } from './transcripts.js';
 export {
   checkPerCall,
   createTurnResolver,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { createMemoryStore } from '../memory-store.js';
-import { createToolSetAdapter, oneToolOptions } from './tool-set.js';
+import { createToolListAdapter, createToolSetAdapter, oneToolOptions } from './tool-set.js';
 
 const spec = {
   caller: 'idempotentTools',
@@ -42,5 +42,26 @@ describe('oneToolOptions', () => {
       unsafe: ['a'],
     });
     expect(oneToolOptions('a', { unsafe: false })).toEqual({});
+  });
+});
+
+describe('createToolListAdapter', () => {
+  const listSpec = {
+    caller: 'toolRunner',
+    list: 'params.tools must be an array',
+    transcript: spec.transcript,
+    isTool: (t: object): t is { name: string; run: unknown } => 'run' in t && 'name' in t,
+    howTo: 'turnId',
+  };
+  test('the list is checked; only the tools it wraps are policed, others may be named', () => {
+    expect(() => createToolListAdapter({}, options, listSpec)).toThrow(
+      'toolRunner: params.tools must be an array.',
+    );
+    const tools = [{ name: 'charge', run: () => 1 }, { name: 'web_search' }, { type: 'x' }];
+    const adapter = createToolListAdapter(tools, { ...options, exclude: ['web_search'] }, listSpec);
+    expect(adapter.treatment('charge')).toBe('wrap');
+    expect(() => createToolListAdapter(tools, { ...options, unsafe: ['nope'] }, listSpec)).toThrow(
+      /nope/,
+    );
   });
 });

@@ -79,3 +79,37 @@ export interface OneToolOptions<Policy> {
   /** Leave `execute` as it is and add the "not safe to retry" note. @default false */
   unsafe?: boolean;
 }
+
+/** How an adapter of a framework's list of tools describes itself (see `AdapterSpec`). */
+export interface ToolListSpec<Info, Tool>
+  extends Omit<AdapterSpec<Info>, 'toolNames' | 'otherToolNames'> {
+  /** Completes "`caller`: ...", e.g. "params.tools must be the array you pass to ...". */
+  list: string;
+  /** Whether an entry is one of the tools the adapter wraps (the others are never wrapped). */
+  isTool: (tool: object) => tool is Tool & { name: string };
+}
+
+/**
+ * The adapter of a framework's list of tools (objects with a `name`): the entries for which
+ * `isTool` holds are the ones it wraps, the other named ones among the set's other tools.
+ *
+ * @throws ConfigurationError for a value that is not an array (and see `createAdapter`)
+ */
+export function createToolListAdapter<Info, Tool>(
+  tools: unknown,
+  options: unknown,
+  spec: ToolListSpec<Info, Tool>,
+): Adapter<Info> {
+  const { list, isTool, ...adapterSpec } = spec;
+  if (!Array.isArray(tools)) {
+    throw new ConfigurationError({ option: 'tools', message: `${spec.caller}: ${list}.` });
+  }
+  const entries = tools as object[];
+  return createAdapter<Info>(options as never, {
+    ...adapterSpec,
+    toolNames: entries.filter(isTool).map((tool) => tool.name),
+    otherToolNames: entries.flatMap((tool) =>
+      !isTool(tool) && 'name' in tool ? [String(tool.name)] : [],
+    ),
+  });
+}
