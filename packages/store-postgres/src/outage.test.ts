@@ -95,25 +95,35 @@ async function outageScenario(options: {
   // take on this machine), not for a fixed time that a slow machine may fill with one call.
   // postgres.js queues statements while all its connections wait to reconnect (see below): a
   // few of its calls fail at once, the others wait for the server.
-  const enough = options.driver.name === 'postgres.js' ? 2 : 12;
-  await waitFor('calls made during the outage', () => {
-    return settled.filter((s) => s.i >= brokenAt).length >= enough;
-  });
+  const queues = options.driver.name === 'postgres.js';
+  const duringOutage = () => settled.filter((s) => s.i >= brokenAt).length;
+  if (!queues) await waitFor('calls made during the outage', () => duringOutage() >= 12);
+  else {
+    // postgres.js may queue every lane's statement until the server is back (which of them
+    // fail at once depends on when each connection noticed): none need settle during the
+    // outage. What must hold is below: whatever settles fails closed, and after the repair
+    // nothing ran twice and nothing was lost.
+    await waitFor('a call made during the outage', () => duringOutage() >= 1, 5_000).catch(
+      () => undefined,
+    );
+  }
   running = false;
   // postgres.js queues a statement while all its connections are reconnecting: it waits until
   // the server is back (then runs or fails), so its lane ends only after the repair.
-  if (options.driver.name !== 'postgres.js') await Promise.all(lanes);
+  if (!queues) await Promise.all(lanes);
   else await Promise.race([Promise.all(lanes), sleep(2_000)]);
   const beforeRepair = settled.length;
 
   // While it is away: fail closed, the tool does not run.
   const during = settled.slice(0, beforeRepair).filter((s) => s.i >= brokenAt);
-  expect(during.length).toBeGreaterThan(0);
+  if (!queues) expect(during.length).toBeGreaterThan(0);
   for (const s of during)
     expect({ i: s.i, ok: s.ok, ran: s.ran }).toEqual({ i: s.i, ok: false, ran: false });
-  expect(new Set(during.map((s) => (s.ok ? 'ok' : s.code)))).toEqual(
-    new Set(['store_unavailable']),
-  );
+  if (during.length > 0) {
+    expect(new Set(during.map((s) => (s.ok ? 'ok' : s.code)))).toEqual(
+      new Set(['store_unavailable']),
+    );
+  }
   const failed = settled.filter((s) => !s.ok);
   // A call in flight at the break may have run its tool and then failed to store the outcome.
   for (const s of failed) {
