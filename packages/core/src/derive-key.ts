@@ -192,12 +192,17 @@ export function deriveKey(input: KeyInput, options: DeriveKeyOptions = {}): Deri
 }
 
 /**
- * `deriveKey`, plus the size of the canonical args in UTF-8 bytes (for events).
+ * `deriveKey`, plus the size of the canonical args in UTF-8 bytes (for events; -1 when not
+ * measured, see `measure`).
  * @internal Not exported from the package.
  */
 export function deriveKeyAndSize(
   input: KeyInput,
-  options: DeriveKeyOptions & { hash?: (text: string) => string } = {},
+  options: DeriveKeyOptions & {
+    hash?: (text: string) => string;
+    /** Count `argsBytes` exactly even when the args are far below the limit. @default true */
+    measure?: boolean;
+  } = {},
 ): DerivedKey & { argsBytes: number } {
   if (input === null || typeof input !== 'object') {
     throw new InvalidInputError({
@@ -221,7 +226,12 @@ export function deriveKeyAndSize(
   }
   const maxArgsBytes = options.maxArgsBytes ?? DEFAULT_MAX_ARGS_BYTES;
   const canonicalArgs = canonicalize(input.args);
-  const argsBytes = Buffer.byteLength(canonicalArgs);
+  // UTF-8 takes at most 3 bytes per UTF-16 code unit: args that short need no count for the
+  // limit, only for whoever asked for the size.
+  const argsBytes =
+    options.measure === false && canonicalArgs.length * 3 <= maxArgsBytes
+      ? -1
+      : Buffer.byteLength(canonicalArgs);
   if (argsBytes > maxArgsBytes) {
     throw new InvalidInputError({
       field: 'args',
@@ -240,17 +250,13 @@ export function deriveKeyAndSize(
         message: `businessKey must be non-empty JSON of at most ${KEY_LIMITS.businessKey} bytes. Use a stable identifier such as an email or an external id.`,
       });
     }
-    parts = `["idempotent-tools/key","${KEY_VERSION}",${canonicalize(scope)},"business",${canonicalize(input.toolName)},${business}]`;
+    parts = `["idempotent-tools/key","${KEY_VERSION}",${scope === null ? 'null' : JSON.stringify(scope)},"business",${JSON.stringify(input.toolName)},${business}]`;
   } else {
-    parts = canonicalize([
-      'idempotent-tools/key',
-      KEY_VERSION,
-      scope,
-      'turn',
-      input.turnId,
-      input.toolName,
-      fingerprint,
-    ]);
+    // The canonical JSON of ['idempotent-tools/key', KEY_VERSION, scope, 'turn', turnId,
+    // toolName, fingerprint], written directly: the parts are well-formed strings (checked above)
+    // or null, for which RFC 8785 serialises exactly as JSON.stringify does, and the fingerprint
+    // is base64url (nothing to escape). The golden vectors pin it.
+    parts = `["idempotent-tools/key","${KEY_VERSION}",${scope === null ? 'null' : JSON.stringify(scope)},"turn",${JSON.stringify(input.turnId)},${JSON.stringify(input.toolName)},"${fingerprint}"]`;
   }
   return { key: `${KEY_VERSION}_${hash(parts)}`, fingerprint, argsBytes };
 }

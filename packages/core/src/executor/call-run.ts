@@ -60,15 +60,21 @@ export class CallRun<Args, Result> {
     readonly argsBytes: number,
   ) {
     this.claimTtl = policy.ttl + policy.lease;
-    this.meta = {
+    const meta: { toolName: string; scope?: string; turnId?: string } = {
       toolName: call.toolName,
-      ...(call.scope === undefined ? {} : { scope: call.scope }),
-      ...(call.turnId === undefined ? {} : { turnId: call.turnId }),
     };
+    if (call.scope !== undefined) meta.scope = call.scope;
+    if (call.turnId !== undefined) meta.turnId = call.turnId;
+    this.meta = meta;
   }
 
   get finished(): boolean {
     return this.#finished;
+  }
+
+  /** Whether anyone listens for the call's event (else its fields need not be computed). */
+  get observed(): boolean {
+    return this.engine.onEvent !== undefined;
   }
 
   /** Emit the call's one event (later calls do nothing). */
@@ -113,12 +119,17 @@ export class CallRun<Args, Result> {
     try {
       return await op();
     } catch (cause) {
-      if (IdempotencyError.isInstance(cause)) throw cause;
-      throw new StoreUnavailableError({
-        key: this.key,
-        cause,
-        message: `The idempotency store (${this.engine.store.name}) failed during ${what}: ${describeError(cause).message}. The tool did not run; retry the same call later.`,
-      });
+      throw this.storeError(what, cause);
     }
+  }
+
+  /** What a store operation's failure `cause` becomes: itself if typed, else `StoreUnavailableError`. */
+  storeError(what: string, cause: unknown): unknown {
+    if (IdempotencyError.isInstance(cause)) return cause;
+    return new StoreUnavailableError({
+      key: this.key,
+      cause,
+      message: `The idempotency store (${this.engine.store.name}) failed during ${what}: ${describeError(cause).message}. The tool did not run; retry the same call later.`,
+    });
   }
 }

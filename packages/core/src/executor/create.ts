@@ -126,7 +126,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         args: call.args,
         businessKey,
       },
-      { maxArgsBytes, hash },
+      { maxArgsBytes, hash, measure: onEvent !== undefined },
     );
   }
 

@@ -37,7 +37,9 @@ export interface Lease {
 /**
  * Hold the lease of `token`, claimed with `leaseMs` at `securedAt` (the clock's reading when
  * the claim was sent). Renews every lease/3 without waiting for the previous renewal (one that
- * hangs must not stop the others).
+ * hangs must not stop the others). One timer per lease: it fires at the next renewal or at the
+ * end of the secured lease, whichever comes first. The `AbortSignal` is made when first asked
+ * for (most tools never look at it); one asked for after the loss is already aborted.
  */
 export function holdLease(
   store: IdempotencyStore,
@@ -47,57 +49,102 @@ export function holdLease(
   securedAt: number,
   now: MonotonicClock,
 ): Lease {
-  const controller = new AbortController();
-  const margin = leaseMargin(leaseMs);
-  let ownedUntil = securedAt + leaseMs - margin;
-  let stopped = false;
-  let expiry: ReturnType<typeof setTimeout> | undefined;
+  return new HeldLease(store, key, token, leaseMs, securedAt, now);
+}
 
-  const lose = (lost: 'no-renewal' | 'taken-over') => {
-    if (stopped || controller.signal.aborted) return;
-    controller.abort(new PersistFailedError({ key, reason: 'lease_lost', lost, leaseMs }));
-    stop();
-  };
-  /** Abort the signal when the secured lease runs out (re-armed after every renewal). */
-  const arm = () => {
-    clearTimeout(expiry);
-    expiry = setTimeout(
-      () => {
-        if (now() >= ownedUntil) lose('no-renewal');
-        else arm();
-      },
-      Math.max(1, Math.ceil(ownedUntil - now())),
-    );
-    expiry.unref?.();
-  };
-  const renew = () => {
-    if (stopped) return;
-    const sentAt = now();
-    store.renew(key, token, leaseMs).then(
-      (owned) => {
-        if (stopped) return; // the attempt finished: a late reply means nothing now
-        if (!owned) return lose('taken-over');
-        ownedUntil = Math.max(ownedUntil, sentAt + leaseMs - margin);
-        arm();
-      },
-      () => {
-        // The store is unreachable: the next renewal tries again; the expiry timer aborts the
-        // signal when no renewal was secured in time.
-      },
-    );
-  };
-  const renewals = setInterval(renew, Math.max(1, Math.floor(leaseMs / 3)));
-  renewals.unref?.();
-  arm();
+// A class, not closures in an object literal: a getter in a literal costs a runtime call per
+// object, and this runs once per fresh call.
+class HeldLease implements Lease {
+  #controller: AbortController | undefined;
+  #lost: PersistFailedError | undefined;
+  #stopped = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #ownedUntil: number;
+  #nextRenewal: number;
+  readonly #margin: number;
+  readonly #every: number;
 
-  function stop() {
-    stopped = true;
-    clearInterval(renewals);
-    clearTimeout(expiry);
+  constructor(
+    readonly store: IdempotencyStore,
+    readonly key: string,
+    readonly token: string,
+    readonly leaseMs: number,
+    securedAt: number,
+    readonly now: MonotonicClock,
+  ) {
+    this.#margin = leaseMargin(leaseMs);
+    this.#every = Math.max(1, Math.floor(leaseMs / 3));
+    this.#ownedUntil = securedAt + leaseMs - this.#margin;
+    this.#nextRenewal = now() + this.#every;
+    this.#arm();
   }
-  return {
-    signal: controller.signal,
-    stillOwned: () => !controller.signal.aborted && now() < ownedUntil,
-    stop,
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#lost !== undefined) this.#controller.abort(this.#lost);
+    }
+    return this.#controller.signal;
+  }
+
+  readonly stillOwned = (): boolean => this.#lost === undefined && this.now() < this.#ownedUntil;
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  #lose(lost: 'no-renewal' | 'taken-over'): void {
+    if (this.#stopped || this.#lost !== undefined) return;
+    this.#lost = new PersistFailedError({
+      key: this.key,
+      reason: 'lease_lost',
+      lost,
+      leaseMs: this.leaseMs,
+    });
+    this.#controller?.abort(this.#lost);
+    this.stop();
+  }
+
+  /** Fire at the next renewal or the end of the secured lease, whichever is first. */
+  #arm(): void {
+    if (this.#stopped) return;
+    clearTimeout(this.#timer);
+    const at = Math.min(this.#nextRenewal, this.#ownedUntil);
+    this.#timer = setTimeout(this.#tick, Math.max(1, Math.ceil(at - this.now())));
+    this.#timer.unref?.();
+  }
+
+  readonly #tick = (): void => {
+    if (this.#stopped) return;
+    const at = this.now();
+    if (at >= this.#ownedUntil) {
+      this.#lose('no-renewal');
+      return;
+    }
+    if (at >= this.#nextRenewal) {
+      this.#nextRenewal = at + this.#every;
+      this.#renew();
+    }
+    this.#arm();
   };
+
+  #renew(): void {
+    const sentAt = this.now();
+    this.store.renew(this.key, this.token, this.leaseMs).then(
+      (owned) => {
+        if (this.#stopped) return; // the attempt finished: a late reply means nothing now
+        if (!owned) {
+          this.#lose('taken-over');
+          return;
+        }
+        this.#ownedUntil = Math.max(this.#ownedUntil, sentAt + this.leaseMs - this.#margin);
+        this.#arm();
+      },
+      () => {
+        // The store is unreachable: the next renewal tries again; the timer ends the lease
+        // when no renewal was secured in time.
+      },
+    );
+  }
 }

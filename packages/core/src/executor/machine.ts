@@ -19,7 +19,7 @@ import { replay } from './replay.js';
 import { runTool } from './run-tool.js';
 import { settleStale } from './stale.js';
 import type { IdempotentResult } from './types.js';
-import { newWaitState, waitOnce } from './wait.js';
+import { newWaitState, type WaitState, waitOnce } from './wait.js';
 
 /** Pauses before a failed claim is sent again with the same token, in ms. */
 const CLAIM_RETRIES_MS = [25, 100, 400];
@@ -28,7 +28,8 @@ const CLAIM_RETRIES_MS = [25, 100, 400];
  * The claim, sent again with the same token when the store fails (a lost reply, a dropped
  * connection, a timeout): a claim that landed answers `acquired` to its own token. When every
  * attempt failed, a claim that may have landed is released best-effort (nothing ran under it),
- * so the key is not left stuck until its lease runs out and beyond.
+ * so the key is not left stuck until its lease runs out and beyond. The first attempt is sent
+ * without a wrapper (the common case costs one await); only a failure goes the slow way.
  */
 async function claimWithRetries<Args, Result>(
   run: CallRun<Args, Result>,
@@ -36,18 +37,31 @@ async function claimWithRetries<Args, Result>(
   shared: boolean,
 ): Promise<ClaimResult> {
   const { engine } = run;
+  try {
+    return await (shared ? engine.reclaim(input) : engine.store.claim(input));
+  } catch (error) {
+    return claimAgain(run, input, run.storeError('claim', error));
+  }
+}
+
+/** The first claim failed with `error` (already typed): retry it, or release and throw. */
+async function claimAgain<Args, Result>(
+  run: CallRun<Args, Result>,
+  input: ClaimInput,
+  error: unknown,
+): Promise<ClaimResult> {
+  const { engine } = run;
   for (let attempt = 0; ; attempt++) {
+    const pause = CLAIM_RETRIES_MS[attempt];
+    if (!StoreUnavailableError.isInstance(error) || pause === undefined) {
+      engine.store.release(input.key, input.token).catch(() => false);
+      throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, pause));
     try {
-      return await run.storeCall('claim', () =>
-        shared && attempt === 0 ? engine.reclaim(input) : engine.store.claim(input),
-      );
-    } catch (error) {
-      const pause = CLAIM_RETRIES_MS[attempt];
-      if (!StoreUnavailableError.isInstance(error) || pause === undefined) {
-        engine.store.release(input.key, input.token).catch(() => false);
-        throw error;
-      }
-      await new Promise((resolve) => setTimeout(resolve, pause));
+      return await run.storeCall('claim', () => engine.store.claim(input));
+    } catch (next) {
+      error = next;
     }
   }
 }
@@ -56,7 +70,7 @@ export async function runClaimLoop<Args, Result>(
   run: CallRun<Args, Result>,
 ): Promise<IdempotentResult<Result>> {
   const { engine, key, fingerprint, call, policy } = run;
-  const wait = newWaitState(run as CallRun<unknown, unknown>);
+  let wait: WaitState | undefined;
   let firstClaim = true;
   /** The next claim follows a wait: it may share the re-claim of waiters woken with it. */
   let afterWait = false;
@@ -74,9 +88,9 @@ export async function runClaimLoop<Args, Result>(
       // The lease is counted from the first send: a claim sent again reached the store no sooner.
       const sentAt = engine.now();
       let claim: ClaimResult;
+      const shared = afterWait;
+      afterWait = false;
       try {
-        const shared = afterWait;
-        afterWait = false;
         claim = await claimWithRetries(run, input, shared);
       } catch (error) {
         // Only the first look-up, and only an unreachable store: after it, a record may exist (a
@@ -95,10 +109,10 @@ export async function runClaimLoop<Args, Result>(
         case 'acquired':
           return await runTool(run, token, sentAt);
         case 'completed':
-          return replay(run, claim.record);
+          return replay(run, claim.record, shared);
         case 'drift':
           if (policy.onDrift === 'replay' && claim.record.state !== 'in_progress') {
-            return replay(run, claim.record);
+            return replay(run, claim.record, shared);
           }
           return run.fail(
             'drift',
@@ -115,6 +129,7 @@ export async function runClaimLoop<Args, Result>(
           continue;
         }
         case 'in_progress': {
+          wait ??= newWaitState(run as CallRun<unknown, unknown>);
           if (policy.onInProgress === 'reject' || Date.now() >= wait.deadline) {
             return run.fail(
               'in-progress',

@@ -34,13 +34,13 @@ export interface OpenedOutcome {
 }
 
 /**
- * The JSON of a stored outcome: opened (decrypted and authenticated) and parsed. `opened` keeps
- * the opened JSON per record object: waiters woken together share one record, which is opened
- * once; it is parsed per caller, so each caller gets its own value.
+ * The JSON of a stored outcome: opened (decrypted and authenticated) and parsed. `opened`, given
+ * for a record that waiters woken together share, keeps the opened JSON per record object, so it
+ * is opened once; it is parsed per caller, so each caller gets its own value.
  */
 export function decode(
   codec: OutcomeCodec,
-  opened: WeakMap<IdempotencyRecord, OpenedOutcome>,
+  opened: WeakMap<IdempotencyRecord, OpenedOutcome> | undefined,
   key: string,
   record: IdempotencyRecord,
 ): { stored: StoredOutcome; json: string } {
@@ -54,12 +54,12 @@ export function decode(
   }
   const sealed = record.outcome;
   let json: string;
-  const hit = opened.get(record);
+  const hit = opened?.get(record);
   if (hit !== undefined && hit.key === key && hit.state === state && hit.sealed === sealed) {
     json = hit.json;
   } else {
     json = codec.open(key, state, sealed);
-    opened.set(record, { key, state, sealed, json });
+    opened?.set(record, { key, state, sealed, json });
   }
   let stored: unknown;
   let cause: unknown;

@@ -8,21 +8,26 @@ import type { CallRun } from './call-run.js';
 import { decode, type StoredOutcome } from './outcome.js';
 import type { IdempotentResult } from './types.js';
 
+/**
+ * @param shared whether `record` is one object shared by the waiters woken together (then it is
+ *   opened once for all of them)
+ */
 export function replay<Args, Result>(
   run: CallRun<Args, Result>,
   record: IdempotencyRecord,
+  shared = false,
 ): IdempotentResult<Result> {
   const { key } = run;
   let decoded: { stored: StoredOutcome; json: string };
   try {
-    decoded = decode(run.engine.codec, run.engine.openedOutcomes, key, record);
+    decoded = decode(run.engine.codec, shared ? run.engine.openedOutcomes : undefined, key, record);
   } catch (error) {
     if (RecordIntegrityError.isInstance(error)) return run.fail('integrity-failed', error);
     throw error;
   }
   const { stored, json } = decoded;
   const outcome = run.waitedMs > 0 ? 'waited' : 'replayed';
-  const resultBytes = Buffer.byteLength(json);
+  const resultBytes = run.observed ? Buffer.byteLength(json) : undefined;
   if (record.state === 'failed' || stored.e !== undefined) {
     const original = stored.e ?? { name: 'Error', message: 'unknown error' };
     run.fail(

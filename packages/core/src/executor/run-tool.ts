@@ -25,14 +25,7 @@ export async function runTool<Args, Result>(
   const { store } = engine;
   const lease = holdLease(store, key, token, policy.lease, securedAt, engine.now);
   let value: Result;
-  const context: ExecutionContext = {
-    key,
-    toolName: call.toolName,
-    turnId: call.turnId,
-    scope: call.scope,
-    signal: lease.signal,
-    stillOwned: lease.stillOwned,
-  };
+  const context = new ToolContext(key, call.toolName, call.turnId, call.scope, lease);
   try {
     // The tool runs inside its context: idempotentFetch, idempotencyHeaders and vendorCall
     // find its key without being handed `ctx`.
@@ -44,6 +37,28 @@ export async function runTool<Args, Result>(
   }
   lease.stop();
   return persist(run, token, lease, value);
+}
+
+/**
+ * What the tool gets as `ctx`. A class: its `signal` is a getter (the lease makes the signal
+ * only when asked), and a getter in an object literal costs a runtime call per call.
+ */
+class ToolContext implements ExecutionContext {
+  readonly stillOwned: () => boolean;
+  readonly #lease: Lease;
+  constructor(
+    readonly key: string,
+    readonly toolName: string,
+    readonly turnId: string | undefined,
+    readonly scope: string | undefined,
+    lease: Lease,
+  ) {
+    this.#lease = lease;
+    this.stillOwned = lease.stillOwned;
+  }
+  get signal(): AbortSignal {
+    return this.#lease.signal;
+  }
 }
 
 /** Pauses between attempts of a fenced write, in ms (the last one repeats). */
@@ -142,7 +157,8 @@ async function persist<Args, Result>(
   let refused: PersistFailedError | undefined;
   try {
     encoded = JSON.stringify({ v: value } satisfies StoredOutcome);
-    const bytes = Buffer.byteLength(encoded);
+    // UTF-8 takes at most 3 bytes per UTF-16 code unit: a short text needs no count.
+    const bytes = encoded.length * 3 <= maxResultBytes ? 0 : Buffer.byteLength(encoded);
     if (bytes > maxResultBytes) {
       refused = new PersistFailedError({
         key,
@@ -198,7 +214,7 @@ async function persist<Args, Result>(
       }),
     );
   }
-  run.finish('executed', undefined, Buffer.byteLength(encoded));
+  run.finish('executed', undefined, run.observed ? Buffer.byteLength(encoded) : undefined);
   return { value: asStored(value, encoded), replayed: false, key, outcome: 'executed' };
 }
 
