@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { InvalidInputError } from './errors/index.js';
 import { createIdempotency, type ExecutionContext } from './executor.js';
+import { parseIdempotencyKey } from './http/header.js';
 import { createMemoryStore } from './memory-store.js';
 import {
   currentExecutionContext,
@@ -163,6 +164,30 @@ describe('idempotentFetch', () => {
     await custom('http://vendor.test/y', { method: 'PUT' });
     expect(seen[0]?.get('X-Request-Id')).toBe(vendorKey('v1_z', 'PUT http://vendor.test/y #0'));
     expect(() => idempotentFetch({ fetch: 'nope' as never })).toThrow(InvalidInputError);
+  });
+
+  test('headerFormat: raw (the default, Stripe) or an RFC 8941 String (the IETF draft)', async () => {
+    const { sent, fetch } = recorder();
+    const url = 'http://vendor.test/charges';
+    const k = vendorKey('v1_k', `POST ${url} #0`);
+    await withExecutionContext(ctx('v1_k'), async () => {
+      await idempotentFetch({ fetch })(url, { method: 'POST', body: '{}' });
+      await idempotentFetch({ fetch, headerFormat: 'raw' })(url, { method: 'POST', body: '{}' });
+      await idempotentFetch({ fetch, headerFormat: 'sf-string' })(url, {
+        method: 'POST',
+        body: '{}',
+      });
+    });
+    // The same key either way; only its spelling in the header differs.
+    expect(sent.map((s) => s.key)).toEqual([k, k, `"${k}"`]);
+    expect(parseIdempotencyKey(sent[2]?.key as string, 255)).toEqual({
+      ok: true,
+      key: k,
+      form: 'sf-string',
+    });
+    expect(() => idempotentFetch({ fetch, headerFormat: 'quoted' as never })).toThrow(
+      /headerFormat must be 'raw' or 'sf-string'/,
+    );
   });
 
   test('inside idempotency.run, with no ctx handed around', async () => {

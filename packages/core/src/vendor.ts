@@ -6,6 +6,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { sha256 } from './canonicalize.js';
 import { InvalidInputError, PersistFailedError } from './errors/index.js';
 import type { ExecutionContext } from './executor/types.js';
+import { serializeSfString } from './http/header.js';
 
 const storage = new AsyncLocalStorage<ExecutionContext>();
 
@@ -109,6 +110,14 @@ export interface IdempotentFetchOptions {
   fetch?: typeof fetch;
   /** The header to set. @default 'Idempotency-Key' */
   header?: string;
+  /**
+   * How the key is written in the header: `'raw'` (`Idempotency-Key: v1_...`, what Stripe and
+   * most vendors take) or `'sf-string'` (`Idempotency-Key: "v1_..."`, an RFC 8941 String, as the
+   * IETF HTTPAPI draft draft-ietf-httpapi-idempotency-key-header specifies; `idempotentHandler`
+   * of `@idempotent-tools/core/http` takes both). The key is the same either way.
+   * @default 'raw'
+   */
+  headerFormat?: 'raw' | 'sf-string';
   /** Whose key to send. @default the tool call running when the request is made */
   context?: ExecutionContext;
 }
@@ -146,6 +155,13 @@ export function idempotentFetch(options: IdempotentFetchOptions = {}): typeof fe
     });
   }
   const header = options.header ?? 'Idempotency-Key';
+  const headerFormat = options.headerFormat ?? 'raw';
+  if (headerFormat !== 'raw' && headerFormat !== 'sf-string') {
+    throw new InvalidInputError({
+      field: 'headerFormat',
+      message: `idempotentFetch: headerFormat must be 'raw' or 'sf-string', got ${String(headerFormat)}.`,
+    });
+  }
   const seen = new WeakMap<ExecutionContext, Map<string, (string | undefined)[]>>();
   return async (input, init) => {
     const context = options.context ?? storage.getStore();
@@ -170,7 +186,8 @@ export function idempotentFetch(options: IdempotentFetchOptions = {}): typeof fe
     const digest = body === undefined ? undefined : sha256(body);
     let n = digest === undefined ? -1 : bodies.indexOf(digest);
     if (n < 0) n = bodies.push(digest) - 1;
-    headers.set(header, vendorKey(context.key, `${endpoint} #${n}`));
+    const key = vendorKey(context.key, `${endpoint} #${n}`);
+    headers.set(header, headerFormat === 'sf-string' ? serializeSfString(key) : key);
     // Right before the request leaves: an attempt that no longer owns its call sends nothing.
     assertOwned(context);
     noteEffect(context, 'keyed');
