@@ -11,6 +11,7 @@ import { cpus } from 'node:os';
 import { canonicalize, sha256 } from '@idempotent-tools/core';
 import canonicalizeNpm from 'canonicalize';
 import { allowlist, concat, naive } from './alternatives.ts';
+import { ORDER, parsed } from './payloads.ts';
 
 interface Contender {
   readonly id: string;
@@ -95,58 +96,9 @@ const contenders: readonly Contender[] = [
   },
 ];
 
-// Realistic tool arguments, parsed from JSON like the arguments of a model's tool call. Keys are
-// in the order a schema (not the alphabet) puts them.
-const order = {
-  orderId: 'ord_2Yc9kQ7wXb31',
-  customer: {
-    id: 'cus_8f3a91d2',
-    name: 'Zoë Müller-Łukasiewicz',
-    email: 'zoe.mueller@example.com',
-  },
-  items: [
-    {
-      sku: 'CAF-250-CREME',
-      name: 'Café crème, whole beans, 250 g',
-      quantity: 2,
-      unitPrice: 12.5,
-      tags: ['coffee', 'beans', 'organic'],
-    },
-    {
-      sku: 'TEA-100-GRN',
-      name: 'Sencha 緑茶 loose leaf, 100 g',
-      quantity: 1,
-      unitPrice: 8.99,
-      tags: ['tea'],
-    },
-    {
-      sku: 'MUG-CER-WHT',
-      name: 'Mug "Classic", white, 350 ml',
-      quantity: 4,
-      unitPrice: 6,
-      tags: [],
-    },
-  ],
-  shipping: {
-    method: 'express',
-    address: {
-      line1: 'Hauptstraße 12, 3. OG',
-      city: 'München',
-      postalCode: '80331',
-      country: 'DE',
-    },
-    instructions: 'Leave at the door — ring twice 🙏',
-  },
-  payment: { method: 'card', currency: 'EUR', amountCents: 6397 },
-  giftWrap: false,
-  notes:
-    'Customer asked twice about delivery before Friday.\nPlease prioritise; call +49 89 1234567 if the courier cannot find the entrance.',
-  metadata: {
-    source: 'agent',
-    conversationId: 'conv_01HZX3PQ7',
-    requestedAt: '2025-06-01T10:15:30.123Z',
-  },
-};
+// Realistic tool arguments (`payloads.ts`), parsed from JSON like the arguments of a model's
+// tool call. Keys are in the order a schema (not the alphabet) puts them.
+const order = ORDER;
 
 const email = {
   to: 'alice@example.com',
@@ -155,10 +107,6 @@ const email = {
   draft: false,
   cc: ['bob@example.com'],
 };
-
-function parsed(value: unknown): unknown {
-  return JSON.parse(JSON.stringify(value));
-}
 
 function batch(): unknown {
   const orders = [];

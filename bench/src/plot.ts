@@ -1,15 +1,27 @@
 /**
- * `node src/run.ts plot`: an SVG per engine of p50 latency against calls in flight (1, 16, 64)
- * for every contender (fresh solid, replay dashed) and the bare read, from `results/stores.json`
- * (written by the store bench). Hand-written SVG, no dependency. Log scales on both axes.
+ * `node src/run.ts plot`: an SVG per engine and payload of p50 latency against calls in flight
+ * (1, 16, 64) for every contender (fresh solid, replay dashed) and the bare reads, from
+ * `results/stores.json` (written by the store bench). Hand-written SVG, no dependency. Log scales
+ * on both axes. The `small` payload keeps the file name of before payloads
+ * (`stores-latency-<engine>.svg`), the others get a suffix (`stores-latency-<engine>-1kb.svg`).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import type { EngineResult, ModeResult } from './stores.ts';
+import type { EngineResult, ModeResult, SubjectResult } from './stores.ts';
 
 const W = 780;
 const H = 420;
 const M = { left: 70, right: 360, top: 40, bottom: 50 };
-const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#17becf'];
+const COLORS = [
+  '#1f77b4',
+  '#d62728',
+  '#2ca02c',
+  '#9467bd',
+  '#ff7f0e',
+  '#8c564b',
+  '#17becf',
+  '#e377c2',
+  '#bcbd22',
+];
 
 const esc = (text: string) =>
   text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/`/g, '');
@@ -27,16 +39,27 @@ function points(mode: ModeResult | undefined): [number, number][] {
     .sort((a, b) => a[0] - b[0]);
 }
 
-function svg(engine: EngineResult): string {
+/** Results written before payloads have none: they are `small`. */
+const payloadOf = (s: SubjectResult) => s.payload ?? 'small';
+
+function svg(engine: EngineResult, payload: string): string {
   const series: Series[] = [];
-  engine.contenders.forEach((c, i) => {
-    const color = COLORS[i % COLORS.length]!;
-    const short = c.label.length > 40 ? `${c.label.slice(0, 39)}…` : c.label;
-    const name = c.ours === true ? `${short} (ours)` : short;
-    series.push({ label: `${name}: fresh`, color, dashed: false, points: points(c.modes.fresh) });
-    series.push({ label: `${name}: replay`, color, dashed: true, points: points(c.modes.replay) });
-  });
-  for (const u of engine.units) {
+  engine.contenders
+    .filter((c) => payloadOf(c) === payload)
+    .forEach((c, i) => {
+      const color = COLORS[i % COLORS.length]!;
+      const label = c.ours === true ? c.label.replace(/^@idempotent-tools\//, '') : c.label;
+      const short = label.length > 48 ? `${label.slice(0, 47)}…` : label;
+      const name = c.ours === true ? `${short} (ours)` : short;
+      series.push({ label: `${name}: fresh`, color, dashed: false, points: points(c.modes.fresh) });
+      series.push({
+        label: `${name}: replay`,
+        color,
+        dashed: true,
+        points: points(c.modes.replay),
+      });
+    });
+  for (const u of engine.units.filter((unit) => payloadOf(unit) === payload)) {
     series.push({ label: u.label, color: '#777', dashed: false, points: points(u.modes.read) });
   }
   const all = series.flatMap((s) => s.points);
@@ -51,9 +74,9 @@ function svg(engine: EngineResult): string {
     M.top + ph - ((Math.log10(us) - Math.log10(yMin)) / (Math.log10(yMax) - Math.log10(yMin))) * ph;
   const out: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
-    `<title>${esc(engine.title)}: p50 latency per call against calls in flight</title>`,
+    `<title>${esc(engine.title)} (${esc(payload)} payload): p50 latency per call against calls in flight</title>`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${M.left}" y="22" font-size="14" font-weight="bold">${esc(engine.title)}: p50 latency per call vs calls in flight</text>`,
+    `<text x="${M.left}" y="22" font-size="14" font-weight="bold">${esc(engine.title)}, ${esc(payload)} payload: p50 latency per call vs calls in flight</text>`,
   ];
   for (let e = Math.log10(yMin); e <= Math.log10(yMax); e++) {
     const v = 10 ** e;
@@ -101,11 +124,14 @@ export function runPlot(): string[] {
   };
   const files: string[] = [];
   for (const engine of data.engines) {
-    const text = svg(engine);
-    if (text === '') continue;
-    const name = `stores-latency-${engine.id}.svg`;
-    writeFileSync(new URL(name, dir), text);
-    files.push(`results/${name}`);
+    const payloads = [...new Set(engine.contenders.map(payloadOf))];
+    for (const payload of payloads) {
+      const text = svg(engine, payload);
+      if (text === '') continue;
+      const name = `stores-latency-${engine.id}${payload === 'small' ? '' : `-${payload}`}.svg`;
+      writeFileSync(new URL(name, dir), text);
+      files.push(`results/${name}`);
+    }
   }
   console.log(`Wrote ${files.join(', ')}`);
   return files;

@@ -1,25 +1,30 @@
 /**
- * Stores (issue #3): the whole executor path over each `@idempotent-tools` store, side by side
- * with other idempotency libraries and hand-written baselines on the same server, in one run.
+ * Stores (issues #3 and 19): the whole executor path over each `@idempotent-tools` store, on each
+ * client it runs on, side by side with other idempotency libraries and hand-written baselines on
+ * the same server, in one run, for two payload shapes (a small call and ~1 KB args + result).
  *
- * Per engine: requests per call (Redis commands by MONITOR on the contender's own connection,
- * SQL statements by wrapping the driver), sequential latency p50/p99 of fresh calls (a new key)
- * and replays (a completed key) against a bare read round trip measured in the same rounds,
- * calls/s with 64 calls in flight, and Node CPU per call (`process.cpuUsage`). Contenders run
- * interleaved in rounds (alternating order); throughput is the median over the rounds and its
- * ratios the median of the per-round ratios.
+ * Per engine and payload: requests per call (Redis commands by MONITOR on the contender's own
+ * connection, SQL statements / DynamoDB requests by wrapping the driver), sequential latency
+ * p50/p99 of fresh calls (a new key) and replays (a completed key) against a bare read round trip
+ * of a value of the same size measured in the same rounds, calls/s with 64 calls in flight, and
+ * Node CPU per call (`process.cpuUsage`). Contenders run interleaved in rounds (alternating
+ * order); throughput is the median over the rounds and its ratios the median of the per-round
+ * ratios.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import {
   type Contender,
   type Counted,
+  dynamodbEngine,
   type Engine,
+  PAYLOADS,
+  type PayloadId,
   postgresEngine,
-  RESULT,
   RUN,
   redisEngine,
   sqliteEngine,
+  storedOutcome,
   type Unit,
 } from './store-contenders.ts';
 
@@ -28,11 +33,11 @@ const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://root@127.0.0.1:5432
 const IN_FLIGHT = 64;
 /** Concurrency levels of the latency sweep (1 = the sequential loop). */
 const SWEEP = [16, IN_FLIGHT] as const;
-/** `BENCH_STORES=redis,sqlite`: only these engines (default: all three). */
+/** `BENCH_STORES=redis,dynamodb`: only these engines (default: all four). */
 const ONLY = process.env.BENCH_STORES?.split(',').map((s) => s.trim());
 
 interface Plan {
-  /** Completed keys per contender for the replays (also the warm-up and correctness check). */
+  /** Completed keys per contender and payload for the replays (also the correctness check). */
   seeds: number;
   /** Calls per operation in the request count. */
   countCalls: number;
@@ -40,63 +45,58 @@ interface Plan {
   /** Sequential calls per operation per round. */
   latencyCalls: number;
   throughputRounds: number;
-  /** Length of one throughput slice (one operation, 64 in flight). */
+  /** Length of one throughput slice (one operation, 64 in flight); a 16-in-flight slice of half. */
   sliceMs: number;
 }
 
-/** `BENCH_QUICK=1`: a smoke run of a few seconds (numbers not meant to be quoted). */
+/** `BENCH_QUICK=1`: a smoke run of a few seconds per engine (numbers not meant to be quoted). */
 const QUICK = process.env.BENCH_QUICK === '1';
+const QUICK_PLAN: Plan = {
+  seeds: 16,
+  countCalls: 10,
+  latencyRounds: 2,
+  latencyCalls: 20,
+  throughputRounds: 2,
+  sliceMs: 60,
+};
+/**
+ * Sized for a full `stores` run of ~5 min on a 2-core machine (4 engines, 2 payloads, up to 36
+ * operations per engine): Redis ~2.5 min, PostgreSQL ~1 min, SQLite and DynamoDB ~0.5 min each.
+ */
 const PLANS: Record<Engine['id'], Plan> = QUICK
-  ? {
-      redis: {
-        seeds: 64,
-        countCalls: 20,
-        latencyRounds: 2,
-        latencyCalls: 50,
-        throughputRounds: 2,
-        sliceMs: 100,
-      },
-      postgres: {
-        seeds: 32,
-        countCalls: 20,
-        latencyRounds: 2,
-        latencyCalls: 20,
-        throughputRounds: 2,
-        sliceMs: 100,
-      },
-      sqlite: {
-        seeds: 64,
-        countCalls: 20,
-        latencyRounds: 2,
-        latencyCalls: 50,
-        throughputRounds: 2,
-        sliceMs: 100,
-      },
-    }
+  ? { redis: QUICK_PLAN, postgres: QUICK_PLAN, sqlite: QUICK_PLAN, dynamodb: QUICK_PLAN }
   : {
       redis: {
-        seeds: 500,
-        countCalls: 200,
-        latencyRounds: 10,
-        latencyCalls: 300,
-        throughputRounds: 9,
-        sliceMs: 500,
-      },
-      postgres: {
         seeds: 200,
         countCalls: 100,
         latencyRounds: 8,
-        latencyCalls: 150,
+        latencyCalls: 250,
         throughputRounds: 7,
-        sliceMs: 500,
+        sliceMs: 300,
+      },
+      postgres: {
+        seeds: 100,
+        countCalls: 50,
+        latencyRounds: 6,
+        latencyCalls: 100,
+        throughputRounds: 5,
+        sliceMs: 300,
       },
       sqlite: {
-        seeds: 500,
-        countCalls: 200,
-        latencyRounds: 10,
-        latencyCalls: 300,
-        throughputRounds: 7,
-        sliceMs: 400,
+        seeds: 200,
+        countCalls: 100,
+        latencyRounds: 6,
+        latencyCalls: 250,
+        throughputRounds: 5,
+        sliceMs: 250,
+      },
+      dynamodb: {
+        seeds: 100,
+        countCalls: 50,
+        latencyRounds: 5,
+        latencyCalls: 100,
+        throughputRounds: 5,
+        sliceMs: 300,
       },
     };
 
@@ -112,7 +112,7 @@ export interface ModeResult {
   p50Us: number;
   p99Us: number;
   meanUs: number;
-  /** p50 divided by the p50 of the contender's unit. */
+  /** p50 divided by the p50 of the contender's unit (same client, same payload). */
   p50xUnit: number;
   /** Node CPU (user + system) per call in the sequential loop, µs. */
   cpuUs: number;
@@ -125,8 +125,8 @@ export interface ModeResult {
   /** p50 latency in µs by calls in flight (1: sequential; 16, 64: all calls of the slices). */
   p50UsByInFlight: Record<string, number>;
   /**
-   * Server process CPU per call with 64 in flight, µs (median over the rounds; Redis only). It
-   * counts the whole server, so other clients' work inflates it.
+   * Server process CPU per call with 64 in flight, µs (median over the rounds; Redis, dynalite).
+   * Redis counts the whole server, so other clients' work inflates it.
    */
   serverUsAt64?: number;
   /** Median over the rounds of ours' calls/s divided by this one's (contenders only). */
@@ -135,6 +135,8 @@ export interface ModeResult {
 
 export interface SubjectResult {
   id: string;
+  /** Absent in results written before payloads (= `small`). */
+  payload?: PayloadId;
   label: string;
   unit?: string;
   ours?: boolean;
@@ -143,12 +145,26 @@ export interface SubjectResult {
 }
 
 export interface TargetResult {
+  payload?: PayloadId;
   target: string;
   measured: number;
   limit: number;
   /** `max`: measured <= limit; `min`: measured >= limit. */
   kind: 'max' | 'min';
+  /** What the numbers are: a ratio, or µs of CPU per call. */
+  unit?: 'x' | 'µs';
+  /** The hand-written baseline's figure of the same kind, same run (the floor). */
+  floor?: number;
   pass: boolean;
+}
+
+export interface PayloadInfo {
+  id: PayloadId;
+  toolName: string;
+  argsBytes: number;
+  resultBytes: number;
+  /** Bytes of the value the units read (`{"v": result}`). */
+  unitValueBytes: number;
 }
 
 export interface EngineResult {
@@ -165,8 +181,13 @@ export interface EngineResult {
   targets: TargetResult[];
   /** Replays that ran the tool (should be none: the records vanished meanwhile). */
   replaysThatRan?: Record<string, number>;
+  /** Fresh calls whose tool did not run exactly once (should be none). */
+  freshMismatch?: Record<string, { calls: number; ran: number }>;
   seconds?: number;
 }
+
+/** One subject (a contender or a unit) on one payload. */
+const sid = (s: { id: string; payload: PayloadId }) => `${s.id}@${s.payload}`;
 
 /** The turn ids of a contender: a new one per fresh call, a cycle over completed ones to replay. */
 class Turns {
@@ -194,10 +215,13 @@ class Turns {
 }
 
 interface Op {
+  /** `sid` of the subject. */
   subject: string;
+  /** Id of the subject (its connection, for the request count). */
+  id: string;
   mode: Mode;
   run: () => Promise<unknown>;
-  /** Set on replays: the contender whose tool must not run. */
+  /** Set on fresh calls and replays: the contender whose tool runs once / must not run. */
   contender?: Contender;
 }
 
@@ -216,12 +240,15 @@ function percentile(sorted: readonly number[], p: number): number {
 const round1 = (n: number) => Math.round(n * 10) / 10;
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
+const payloadOf = (id: PayloadId) => PAYLOADS.find((p) => p.id === id)!;
+
 /** Seed completed keys; check that a fresh call runs the tool once and a replay does not. */
 async function seed(contender: Contender, turns: Turns, count: number): Promise<void> {
-  const expected = JSON.stringify(RESULT);
+  const expected = JSON.stringify(payloadOf(contender.payload).result);
+  const name = sid(contender);
   const check = (value: unknown, what: string) => {
     if (JSON.stringify(value) !== expected) {
-      throw new Error(`${contender.id}: ${what} returned ${JSON.stringify(value)}`);
+      throw new Error(`${name}: ${what} returned ${JSON.stringify(value)}`);
     }
   };
   const before = contender.executions();
@@ -231,10 +258,10 @@ async function seed(contender: Contender, turns: Turns, count: number): Promise<
     turns.seed(turnId);
   }
   const ran = contender.executions() - before;
-  if (ran !== count) throw new Error(`${contender.id}: ${count} fresh calls ran the tool ${ran}x`);
+  if (ran !== count) throw new Error(`${name}: ${count} fresh calls ran the tool ${ran}x`);
   for (let i = 0; i < count; i++) check(await contender.call(turns.replay()), 'a replay');
   if (contender.executions() - before !== count) {
-    throw new Error(`${contender.id}: a replay ran the tool`);
+    throw new Error(`${name}: a replay ran the tool`);
   }
 }
 
@@ -247,7 +274,7 @@ async function sequential(op: () => Promise<unknown>, calls: number) {
     ns[i] = Number(process.hrtime.bigint() - start);
   }
   const used = process.cpuUsage(cpu);
-  return { ns, cpuUs: used.user + used.system };
+  return { ns, cpuUs: used.user + used.system, calls };
 }
 
 async function concurrent(
@@ -283,42 +310,61 @@ async function concurrent(
     cpuUsPerCall: (used.user + used.system) / calls,
     serverUs,
     ns,
+    calls,
   };
 }
 
 const opKey = (op: { subject: string; mode: Mode }) => `${op.subject}/${op.mode}`;
 
+/** Per-round calls/s, by `opKey`. */
+type Rounds = Map<
+  string,
+  { callsPerSec: number; cpuUsPerCall: number; serverUs: number | undefined }[]
+>;
+
 async function measure(engine: Engine, plan: Plan): Promise<EngineResult> {
   const started = performance.now();
-  const turns = new Map(engine.contenders.map((c) => [c.id, new Turns(c.id)]));
+  const turns = new Map(engine.contenders.map((c) => [sid(c), new Turns(sid(c))]));
   for (const contender of engine.contenders) {
-    await seed(contender, turns.get(contender.id)!, plan.seeds);
+    await seed(contender, turns.get(sid(contender))!, plan.seeds);
   }
   const ops: Op[] = [
-    ...engine.units.map((unit): Op => ({ subject: unit.id, mode: 'read', run: unit.run })),
+    ...engine.units.map(
+      (unit): Op => ({ subject: sid(unit), id: unit.id, mode: 'read', run: unit.run }),
+    ),
     ...engine.contenders.flatMap((c): Op[] => {
-      const t = turns.get(c.id)!;
+      const t = turns.get(sid(c))!;
       return [
-        { subject: c.id, mode: 'fresh', run: () => c.call(t.fresh()) },
-        { subject: c.id, mode: 'replay', run: () => c.call(t.replay()), contender: c },
+        { subject: sid(c), id: c.id, mode: 'fresh', run: () => c.call(t.fresh()), contender: c },
+        { subject: sid(c), id: c.id, mode: 'replay', run: () => c.call(t.replay()), contender: c },
       ];
     }),
   ];
   // A replay must never run the tool (someone flushing the server would turn replays into
-  // fresh calls): count it, report it.
+  // fresh calls), a fresh call must run it once: count what differs, report it.
   const replaysThatRan = new Map<string, number>();
-  const guard = async <T>(op: Op, measure: () => Promise<T>): Promise<T> => {
+  const freshMismatch = new Map<string, { calls: number; ran: number }>();
+  const guard = async <T extends { calls: number }>(
+    op: Op,
+    measure: () => Promise<T>,
+  ): Promise<T> => {
     const before = op.contender?.executions() ?? 0;
     const result = await measure();
     const ran = (op.contender?.executions() ?? 0) - before;
-    if (ran > 0) replaysThatRan.set(op.subject, (replaysThatRan.get(op.subject) ?? 0) + ran);
+    if (op.mode === 'replay' && ran > 0) {
+      replaysThatRan.set(op.subject, (replaysThatRan.get(op.subject) ?? 0) + ran);
+    }
+    if (op.mode === 'fresh' && ran !== result.calls) {
+      const m = freshMismatch.get(op.subject) ?? { calls: 0, ran: 0 };
+      freshMismatch.set(op.subject, { calls: m.calls + result.calls, ran: m.ran + ran });
+    }
     return result;
   };
   for (const unit of engine.units) for (let i = 0; i < plan.seeds; i++) await unit.run();
 
   const counted = new Map<string, Counted>();
   for (const op of ops) {
-    counted.set(opKey(op), await engine.count(op.subject, op.run, plan.countCalls));
+    counted.set(opKey(op), await engine.count(op.id, op.run, plan.countCalls));
   }
 
   const samples = new Map<string, { ns: number[]; cpuUs: number; calls: number }>(
@@ -334,10 +380,7 @@ async function measure(engine: Engine, plan: Plan): Promise<EngineResult> {
     }
   }
 
-  const rounds = new Map<
-    string,
-    { callsPerSec: number; cpuUsPerCall: number; serverUs: number | undefined }[]
-  >(ops.map((op) => [opKey(op), []]));
+  const rounds: Rounds = new Map(ops.map((op) => [opKey(op), []]));
   /** Latencies of every call of the slices, by op and calls in flight. */
   const sweep = new Map<string, number[]>();
   const swept = (op: Op, inFlight: number) => {
@@ -348,8 +391,10 @@ async function measure(engine: Engine, plan: Plan): Promise<EngineResult> {
   const serverCpu = engine.serverCpu?.bind(engine);
   for (let round = 0; round < plan.throughputRounds; round++) {
     for (const op of round % 2 === 0 ? ops : [...ops].reverse()) {
-      const { ns, ...slice } = await guard(op, () => concurrent(op.run, plan.sliceMs, serverCpu));
-      rounds.get(opKey(op))!.push(slice);
+      const { ns, callsPerSec, cpuUsPerCall, serverUs } = await guard(op, () =>
+        concurrent(op.run, plan.sliceMs, serverCpu),
+      );
+      rounds.get(opKey(op))!.push({ callsPerSec, cpuUsPerCall, serverUs });
       const at64 = swept(op, IN_FLIGHT);
       for (const v of ns) at64.push(v);
       for (const inFlight of SWEEP.filter((n) => n !== IN_FLIGHT)) {
@@ -365,7 +410,7 @@ async function measure(engine: Engine, plan: Plan): Promise<EngineResult> {
       // same data set size (and server memory), then complete new keys for the replays.
       await engine.clear();
       for (const contender of engine.contenders) {
-        const t = turns.get(contender.id)!;
+        const t = turns.get(sid(contender))!;
         t.reset();
         await seed(contender, t, plan.seeds);
       }
@@ -374,8 +419,8 @@ async function measure(engine: Engine, plan: Plan): Promise<EngineResult> {
 
   const unitP50 = new Map<string, number>();
   for (const unit of engine.units) {
-    const sorted = [...samples.get(`${unit.id}/read`)!.ns].sort((a, b) => a - b);
-    unitP50.set(unit.id, percentile(sorted, 0.5) / 1000);
+    const sorted = [...samples.get(`${sid(unit)}/read`)!.ns].sort((a, b) => a - b);
+    unitP50.set(sid(unit), percentile(sorted, 0.5) / 1000);
   }
   const result = (subject: string, mode: Mode, unit: string): ModeResult => {
     const key = `${subject}/${mode}`;
@@ -410,24 +455,31 @@ async function measure(engine: Engine, plan: Plan): Promise<EngineResult> {
   const units = engine.units.map(
     (unit: Unit): SubjectResult => ({
       id: unit.id,
+      payload: unit.payload,
       label: unit.label,
-      modes: { read: result(unit.id, 'read', unit.id) },
+      modes: { read: result(sid(unit), 'read', sid(unit)) },
     }),
   );
-  const ours = engine.contenders.find((c) => c.ours === true);
+  /** Median of the per-round ratios of a's calls/s to b's (ids, same payload and mode). */
+  const ratio = (a: string, b: string, mode: 'fresh' | 'replay', payload: PayloadId) => {
+    const mine = rounds.get(`${a}@${payload}/${mode}`);
+    const theirs = rounds.get(`${b}@${payload}/${mode}`);
+    if (mine === undefined || theirs === undefined) return undefined;
+    return round2(median(mine.map((m, i) => m.callsPerSec / theirs[i]!.callsPerSec)));
+  };
   const contenders = engine.contenders.map((c): SubjectResult => {
+    // "ours" in the ratios: the engine's first own row (ours on ioredis / pg / node:sqlite).
+    const ours = engine.contenders.find((o) => o.ours === true && o.payload === c.payload);
     const modes: Partial<Record<Mode, ModeResult>> = {};
     for (const mode of ['fresh', 'replay'] as const) {
-      const r = result(c.id, mode, c.unit);
-      if (ours !== undefined) {
-        const mine = rounds.get(`${ours.id}/${mode}`)!;
-        const theirs = rounds.get(`${c.id}/${mode}`)!;
-        r.oursX = round2(median(mine.map((m, i) => m.callsPerSec / theirs[i]!.callsPerSec)));
-      }
+      const r = result(sid(c), mode, `${c.unit}@${c.payload}`);
+      const x = ours === undefined ? undefined : ratio(ours.id, c.id, mode, c.payload);
+      if (x !== undefined) r.oursX = x;
       modes[mode] = r;
     }
     return {
       id: c.id,
+      payload: c.payload,
       label: c.label,
       unit: c.unit,
       how: c.how,
@@ -444,31 +496,101 @@ async function measure(engine: Engine, plan: Plan): Promise<EngineResult> {
     plan,
     units,
     contenders,
-    targets: engine.id === 'redis' ? redisTargets(contenders) : [],
+    targets: engine.id === 'redis' ? redisTargets(contenders, ratio) : [],
     ...(replaysThatRan.size > 0 ? { replaysThatRan: Object.fromEntries(replaysThatRan) } : {}),
+    ...(freshMismatch.size > 0 ? { freshMismatch: Object.fromEntries(freshMismatch) } : {}),
     seconds: round1((performance.now() - started) / 1000),
   };
 }
 
-/** The targets of issue #3 (Redis). */
-function redisTargets(contenders: readonly SubjectResult[]): TargetResult[] {
-  const mode = (id: string, m: 'fresh' | 'replay') => contenders.find((c) => c.id === id)?.modes[m];
+/**
+ * The targets of issue 19 (Redis), per payload. On the node-redis driver: calls/s at 64 in
+ * flight, fresh and replay, >= node-idempotency's and >= 1.5x Powertools', Node CPU per call at
+ * 64 in flight <= node-idempotency's; on ioredis: calls/s >= the hand-written `SET NX GET`'s;
+ * fresh p50 <= 2.15x and replay p50 <= 1.15x the bare GET of the same client (ioredis, node-redis).
+ * The floor: the hand-written baseline's figure of the same kind.
+ */
+function redisTargets(
+  contenders: readonly SubjectResult[],
+  ratio: (a: string, b: string, mode: 'fresh' | 'replay', payload: PayloadId) => number | undefined,
+): TargetResult[] {
   const targets: TargetResult[] = [];
-  const add = (
-    target: string,
-    measured: number | undefined,
-    limit: number,
-    kind: 'max' | 'min',
-  ) => {
-    if (measured === undefined) return;
-    const pass = kind === 'max' ? measured <= limit : measured >= limit;
-    targets.push({ target, measured, limit, kind, pass });
-  };
-  add('fresh p50 <= 2.1x GET RTT (ioredis)', mode('ours', 'fresh')?.p50xUnit, 2.1, 'max');
-  add('replay p50 <= 1.15x GET RTT (ioredis)', mode('ours', 'replay')?.p50xUnit, 1.15, 'max');
-  for (const m of ['fresh', 'replay'] as const) {
-    add(`calls/s ${m} >= 2.5x Powertools`, mode('powertools', m)?.oursX, 2.5, 'min');
-    add(`calls/s ${m} >= 1.7x node-idempotency`, mode('node-idempotency', m)?.oursX, 1.7, 'min');
+  for (const { id: payload } of PAYLOADS) {
+    const mode = (id: string, m: 'fresh' | 'replay') =>
+      contenders.find((c) => c.id === id && c.payload === payload)?.modes[m];
+    const add = (
+      target: string,
+      measured: number | undefined,
+      limit: number | undefined,
+      kind: 'max' | 'min',
+      floor: number | undefined,
+      unit: 'x' | 'µs' = 'x',
+    ) => {
+      if (measured === undefined || limit === undefined) return;
+      const pass = kind === 'max' ? measured <= limit : measured >= limit;
+      targets.push({
+        payload,
+        target,
+        measured,
+        limit,
+        kind,
+        unit,
+        ...(floor === undefined ? {} : { floor }),
+        pass,
+      });
+    };
+    for (const m of ['fresh', 'replay'] as const) {
+      add(
+        `node-redis: calls/s ${m} >= node-idempotency's`,
+        ratio('ours-node-redis', 'node-idempotency', m, payload),
+        1,
+        'min',
+        ratio('baseline', 'node-idempotency', m, payload),
+      );
+      add(
+        `node-redis: calls/s ${m} >= 1.5x Powertools'`,
+        ratio('ours-node-redis', 'powertools', m, payload),
+        1.5,
+        'min',
+        ratio('baseline', 'powertools', m, payload),
+      );
+      add(
+        `node-redis: Node CPU/call ${m} (64) <= node-idempotency's`,
+        mode('ours-node-redis', m)?.cpuUsAt64,
+        mode('node-idempotency', m)?.cpuUsAt64,
+        'max',
+        mode('baseline', m)?.cpuUsAt64,
+        'µs',
+      );
+    }
+    for (const m of ['fresh', 'replay'] as const) {
+      add(
+        `ioredis: calls/s ${m} >= hand-written SET NX GET's`,
+        ratio('ours', 'baseline', m, payload),
+        1,
+        'min',
+        undefined,
+      );
+    }
+    for (const [id, client] of [
+      ['ours', 'ioredis'],
+      ['ours-node-redis', '@redis/client'],
+    ] as const) {
+      add(
+        `${client}: fresh p50 <= 2.15x GET`,
+        mode(id, 'fresh')?.p50xUnit,
+        2.15,
+        'max',
+        mode('baseline', 'fresh')?.p50xUnit,
+      );
+      add(
+        `${client}: replay p50 <= 1.15x GET`,
+        mode(id, 'replay')?.p50xUnit,
+        1.15,
+        'max',
+        mode('baseline', 'replay')?.p50xUnit,
+      );
+    }
   }
   return targets;
 }
@@ -513,6 +635,17 @@ export function table(
   return [line(titles), line(rule), ...rows.map(line)].join('\n');
 }
 
+/** A short form of a plan, for the report. */
+function planText(plan: Plan): string {
+  return `${plan.seeds} completed keys per contender and payload; requests counted over ${plan.countCalls} calls; ${plan.latencyRounds} latency rounds x ${plan.latencyCalls} sequential calls per operation; ${plan.throughputRounds} throughput rounds of ${plan.sliceMs} ms at ${IN_FLIGHT} in flight (+ ${plan.sliceMs / 2} ms at 16) per operation`;
+}
+
+const payloadOrder = (r: SubjectResult) =>
+  PAYLOADS.findIndex((p) => p.id === (r.payload ?? 'small'));
+/** Rows grouped by payload, in the engine's order within each. */
+const byPayload = (rows: readonly SubjectResult[]) =>
+  [...rows].sort((a, b) => payloadOrder(a) - payloadOrder(b));
+
 function engineMarkdown(engine: EngineResult): string {
   if (engine.pending !== undefined) return `### ${engine.title}\n\nPending: ${engine.pending}\n`;
   const req = engine.requestName ?? 'request';
@@ -523,10 +656,17 @@ function engineMarkdown(engine: EngineResult): string {
       : [];
   const name = (c: SubjectResult) => (c.ours === true ? `**${c.label}**` : c.label);
   const unitLabel = (id: string | undefined) => engine.units.find((u) => u.id === id)?.label ?? '?';
+  const payload = (r: { payload?: PayloadId }) => r.payload ?? 'small';
   const parts = [`### ${engine.title}`, `${engine.version}; ${engine.settings}.`];
+  if (engine.plan !== undefined) {
+    parts.push(
+      `Counts: ${planText(engine.plan)}; ${engine.seconds ?? '?'} s for this engine. "ours ÷ this": the first row of the payload (${engine.contenders[0]?.label ?? '?'}) ÷ this row.`,
+    );
+  }
   parts.push(
     table(
       [
+        'payload',
         'unit (bare read round trip)',
         ['p50 µs', 'right'],
         ['p99 µs', 'right'],
@@ -534,9 +674,10 @@ function engineMarkdown(engine: EngineResult): string {
         ['Node CPU µs/call (seq / 64)', 'right'],
         ...(server ? [['server CPU µs/call (64)', 'right'] as [string, 'right']] : []),
       ],
-      engine.units.map((unit) => {
+      byPayload(engine.units).map((unit) => {
         const r = unit.modes.read!;
         return [
+          payload(unit),
           unit.label,
           us(r.p50Us),
           us(r.p99Us),
@@ -547,9 +688,11 @@ function engineMarkdown(engine: EngineResult): string {
       }),
     ),
   );
+  const contenders = byPayload(engine.contenders);
   parts.push(
     table(
       [
+        'payload',
         'contender',
         [`${req}s/call fresh`, 'right'],
         [`${req}s/call replay`, 'right'],
@@ -559,10 +702,11 @@ function engineMarkdown(engine: EngineResult): string {
         ['replay p99 µs', 'right'],
         'unit',
       ],
-      engine.contenders.map((c) => {
+      contenders.map((c) => {
         const f = c.modes.fresh!;
         const r = c.modes.replay!;
         return [
+          payload(c),
           name(c),
           requestsCell(f, engine),
           requestsCell(r, engine),
@@ -578,6 +722,7 @@ function engineMarkdown(engine: EngineResult): string {
   parts.push(
     table(
       [
+        'payload',
         'contender',
         ['calls/s fresh, 64 in flight', 'right'],
         ['ours ÷ this', 'right'],
@@ -589,10 +734,11 @@ function engineMarkdown(engine: EngineResult): string {
           ? [['server CPU µs/call (64) fresh / replay', 'right'] as [string, 'right']]
           : []),
       ],
-      engine.contenders.map((c) => {
+      contenders.map((c) => {
         const f = c.modes.fresh!;
         const r = c.modes.replay!;
         return [
+          payload(c),
           name(c),
           int(f.callsPerSec),
           `${(f.oursX ?? 1).toFixed(2)}x`,
@@ -610,21 +756,43 @@ function engineMarkdown(engine: EngineResult): string {
       `**Warning**: some replays ran the tool (records deleted meanwhile?): ${JSON.stringify(engine.replaysThatRan)}.`,
     );
   }
+  if (engine.freshMismatch !== undefined) {
+    parts.push(
+      `**Warning**: some fresh calls did not run the tool exactly once: ${JSON.stringify(engine.freshMismatch)}.`,
+    );
+  }
   if (engine.targets.length > 0) {
+    const value = (t: TargetResult, n: number) =>
+      t.unit === 'µs' ? `${n.toFixed(1)} µs` : `${n.toFixed(2)}x`;
     parts.push(
       table(
-        ['target (issue #3)', ['measured', 'right'], 'result'],
+        [
+          'payload',
+          'target (issue 19)',
+          ['measured', 'right'],
+          ['target', 'right'],
+          ['hand-written `SET NX GET` floor, same run', 'right'],
+          'result',
+        ],
         engine.targets.map((t) => [
+          t.payload ?? 'small',
           t.target,
-          `${t.measured.toFixed(2)}x`,
+          value(t, t.measured),
+          `${t.kind === 'max' ? '<=' : '>='} ${value(t, t.limit)}`,
+          t.floor === undefined ? '-' : value(t, t.floor),
           t.pass ? 'PASS' : '**FAIL**',
         ]),
       ),
+      "(Floor: the hand-written baseline's own figure of the same kind, from the same run: its x unit, its calls/s ÷ the other library's, its Node CPU per call at 64 in flight.)",
     );
   }
+  const seen = new Set<string>();
   parts.push(
     'How each contender is called:',
-    engine.contenders.map((c) => `- ${c.label}: ${c.how ?? ''}`).join('\n'),
+    engine.contenders
+      .filter((c) => !seen.has(c.id) && seen.add(c.id) !== undefined)
+      .map((c) => `- ${c.label}: ${c.how ?? ''}`)
+      .join('\n'),
   );
   return `${parts.join('\n\n')}\n`;
 }
@@ -666,13 +834,33 @@ export async function runStoresBench(): Promise<EngineResult[]> {
   };
   const machine = () =>
     `Machine: ${environment.nproc} cores (nproc), ${environment.cpu}, Node ${environment.node} (${environment.platform}); the servers run on the same machine (loopback). Load average ${environment.loadAverageAtStart.join(' / ')} at start${environment.loadAverageAtEnd.length > 0 ? `, ${environment.loadAverageAtEnd.join(' / ')} at end` : ''}.`;
-  const method = `Fresh = a call with a new key; replay = a call whose key is completed; the tool returns a small object. Latency: sequential calls, interleaved rounds, p50/p99 over all of them; "x unit" = p50 / p50 of the bare read (GET / point SELECT) through the same client library, measured in the same rounds. Throughput: ${IN_FLIGHT} calls in flight, fixed-time slices, interleaved rounds, median; "ours ÷ this" = median of the per-round ratios. Node CPU = \`process.cpuUsage()\` (user + system) per call; server CPU = Redis \`INFO cpu\` delta per call (the whole server: other clients count too). Requests counted on the contender's own connection (Redis: MONITOR filtered by client address, "+n in Lua" = commands run inside its scripts; SQL: every statement the driver ran).`;
+  const payloads: PayloadInfo[] = PAYLOADS.map((p) => ({
+    id: p.id,
+    toolName: p.toolName,
+    argsBytes: Buffer.byteLength(JSON.stringify(p.args)),
+    resultBytes: Buffer.byteLength(JSON.stringify(p.result)),
+    unitValueBytes: Buffer.byteLength(storedOutcome(p)),
+  }));
+  const payloadText = payloads
+    .map(
+      (p) =>
+        `\`${p.id}\` (\`${p.toolName}\`): ${p.argsBytes} B of args, a ${p.resultBytes} B result, units read ${p.unitValueBytes} B`,
+    )
+    .join('; ');
+  const method = `Payloads (every contender runs both, in the same rounds): ${payloadText} (JSON bytes, UTF-8). Fresh = a call with a new key; replay = a call whose key is completed. Latency: sequential calls, interleaved rounds, p50/p99 over all of them; "x unit" = p50 / p50 of the bare read (Redis GET / point SELECT / GetItem) through the same client library, of a value the size of the payload's stored outcome (\`{"v": result}\`, what the hand-written baselines store), measured in the same rounds. Throughput: ${IN_FLIGHT} calls in flight, fixed-time slices, interleaved rounds, median; "ours ÷ this" = median of the per-round ratios. Node CPU = \`process.cpuUsage()\` (user + system) per call; server CPU = Redis \`INFO cpu\` delta per call (the whole server: other clients count too), dynalite's process CPU from /proc. Requests counted on the contender's own connection (Redis: MONITOR filtered by client address, "+n in Lua" = commands run inside its scripts; SQL: every statement the driver ran; DynamoDB: every request the SDK client sent). dynalite is not DynamoDB (JavaScript on an in-memory LevelDB, on this machine): only ratios within its section mean anything.`;
   console.log(`## Stores (issue #3)\n\n${machine()}\n\n${method}\n`);
   const setups: [Engine['id'], string, () => Promise<Engine>][] = [
     ['redis', 'Redis', () => redisEngine(REDIS_URL)],
     ['postgres', 'PostgreSQL', () => postgresEngine(DATABASE_URL)],
     ['sqlite', 'SQLite', () => sqliteEngine()],
+    ['dynamodb', 'DynamoDB (dynalite)', () => dynamodbEngine()],
   ];
+  const unknown = ONLY?.filter((id) => !setups.some(([known]) => known === id)) ?? [];
+  if (unknown.length > 0) {
+    throw new Error(
+      `BENCH_STORES: unknown engine ${unknown.join(', ')}; known: ${setups.map(([id]) => id).join(', ')}.`,
+    );
+  }
   const results: EngineResult[] = [];
   for (const [id, title, setup] of setups) {
     if (ONLY !== undefined && !ONLY.includes(id)) continue;
@@ -716,6 +904,7 @@ export async function runStoresBench(): Promise<EngineResult[]> {
         startedAt: startedAt.toISOString(),
         quick: QUICK,
         inFlight: IN_FLIGHT,
+        payloads,
         environment,
         engines: results,
       },
