@@ -70,13 +70,14 @@ export interface ResolvedPolicy<Args, Result> {
   businessKey: ((args: Args, call: Call<Args>) => unknown) | undefined;
   reconcile: ((context: ReconcileContext<Args>) => Promise<Reconciliation<Result>>) | undefined;
   isTerminalError: ((error: unknown) => boolean) | undefined;
+  onReplay: ToolPolicy<Args, Result>['onReplay'];
   onToolError: 'auto' | 'release' | 'keep';
   vendorDedupes: boolean;
   onStoreUnavailable: 'fail-closed' | 'fail-open';
 }
 
 export function resolvePolicy<Args, Result>(
-  defaults: Omit<ToolPolicy, 'businessKey' | 'reconcile'>,
+  defaults: PolicyDefaults,
   policy: ToolPolicy<Args, Result>,
 ): ResolvedPolicy<Args, Result> {
   const unknown = unknownOption(policy, TOOL_POLICY_FIELDS);
@@ -118,6 +119,7 @@ export function resolvePolicy<Args, Result>(
     businessKey: fn('businessKey', policy.businessKey),
     reconcile: fn('reconcile', policy.reconcile),
     isTerminalError: fn('isTerminalError', policy.isTerminalError ?? defaults.isTerminalError),
+    onReplay: fn('onReplay', policy.onReplay),
     onToolError: checkChoice('onToolError', policy.onToolError ?? defaults.onToolError ?? 'auto', [
       'auto',
       'release',
@@ -143,7 +145,7 @@ export function checkBytes(field: string, value: unknown): number {
 }
 
 /** The executor's defaults: every field of a policy but the per-tool ones. */
-export type PolicyDefaults = Omit<ToolPolicy, 'businessKey' | 'reconcile'>;
+export type PolicyDefaults = Omit<ToolPolicy, 'businessKey' | 'reconcile' | 'onReplay'>;
 
 /** The policy of a call that gives none. */
 export const NO_POLICY: object = Object.freeze({});

@@ -6,7 +6,7 @@ import { RecordIntegrityError, ReplayedFailureError } from '../errors/index.js';
 import type { IdempotencyRecord } from '../store.js';
 import type { CallRun } from './call-run.js';
 import { decode, type StoredOutcome } from './outcome.js';
-import type { IdempotentResult } from './types.js';
+import type { IdempotentResult, ReplayContext } from './types.js';
 
 /**
  * @param shared whether `record` is one object shared by the waiters woken together (then it is
@@ -16,7 +16,7 @@ export function replay<Args, Result>(
   run: CallRun<Args, Result>,
   record: IdempotencyRecord,
   shared = false,
-): IdempotentResult<Result> {
+): IdempotentResult<Result> | Promise<IdempotentResult<Result>> {
   const { key } = run;
   let decoded: { stored: StoredOutcome; json: string };
   try {
@@ -42,6 +42,39 @@ export function replay<Args, Result>(
       resultBytes,
     );
   }
+  const hook = run.policy.onReplay;
+  if (hook === undefined) {
+    run.finish(outcome, undefined, resultBytes);
+    return { value: stored.v as Result, replayed: true, key, outcome };
+  }
+  const { call } = run;
+  const context: ReplayContext = {
+    key,
+    toolName: call.toolName,
+    turnId: call.turnId,
+    scope: call.scope,
+    outcome,
+    createdAt: record.createdAt,
+    completedAt: record.completedAt,
+    expiresAt: record.expiresAt,
+  };
+  return shaped(run, () => hook(stored.v as Result, context), outcome, resultBytes);
+}
+
+/** The value `onReplay` gives (or the error it throws) as the replay's result. */
+async function shaped<Args, Result>(
+  run: CallRun<Args, Result>,
+  hook: () => Result | Promise<Result>,
+  outcome: 'replayed' | 'waited',
+  resultBytes: number | undefined,
+): Promise<IdempotentResult<Result>> {
+  let value: Result;
+  try {
+    value = await hook();
+  } catch (error) {
+    run.finish('failed', 'on_replay_error');
+    throw error;
+  }
   run.finish(outcome, undefined, resultBytes);
-  return { value: stored.v as Result, replayed: true, key, outcome };
+  return { value, replayed: true, key: run.key, outcome };
 }

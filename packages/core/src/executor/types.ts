@@ -76,6 +76,22 @@ export interface ReconcileContext<Args> {
  */
 export type Reconciliation<Result> = { found: true; value: Result } | { found: false } | undefined;
 
+/** What `onReplay` is told of the call whose stored outcome it shapes. */
+export interface ReplayContext {
+  key: string;
+  toolName: string;
+  turnId: string | undefined;
+  scope: string | undefined;
+  /** `'replayed'`: the outcome was stored already; `'waited'`: after waiting for a running duplicate. */
+  outcome: 'replayed' | 'waited';
+  /** When the call that ran was claimed, ms since the epoch (the store's clock). */
+  createdAt: number;
+  /** When it stored its outcome (the store's clock), when the store says. */
+  completedAt: number | undefined;
+  /** When the stored outcome expires (the store's clock). */
+  expiresAt: number;
+}
+
 /** Per-tool policy. Every field is optional; the executor's options give the defaults. */
 export interface ToolPolicy<Args = unknown, Result = unknown> {
   /** How long an outcome is kept, in ms. @default 86400000 (24 h) */
@@ -137,6 +153,16 @@ export interface ToolPolicy<Args = unknown, Result = unknown> {
    * @default 'fail-closed'
    */
   onStoreUnavailable?: 'fail-closed' | 'fail-open';
+  /**
+   * Shapes what a replay returns (a stored value, never a stored failure): e.g. add when the
+   * original ran, or refresh a presigned URL that has expired since. It gets the stored value
+   * (its own copy) and what is known of the call that ran; what it returns (or resolves to) is
+   * the replay's `value`. The stored outcome never changes: every replay starts from it. Not
+   * called on the first run, nor for an outcome adopted by `reconcile`. An error it throws fails
+   * the call with that error (the event's `errorCode` is `on_replay_error`); the record stays.
+   * Per tool only. @default undefined (the stored value as it is)
+   */
+  onReplay?: (value: Result, context: ReplayContext) => Result | Promise<Result>;
 }
 
 /** The fields of a `ToolPolicy`: a policy with any other field is refused (a misspelt option). */
@@ -153,6 +179,7 @@ export const TOOL_POLICY_FIELDS: readonly (keyof ToolPolicy)[] = [
   'isTerminalError',
   'onToolError',
   'onStoreUnavailable',
+  'onReplay',
 ];
 
 /** The fields of `IdempotencyOptions`: options with any other field are refused. */
@@ -176,7 +203,8 @@ export const IDEMPOTENCY_OPTION_FIELDS: readonly (keyof IdempotencyOptions)[] = 
   'onStoreUnavailable',
 ];
 
-export interface IdempotencyOptions extends Omit<ToolPolicy, 'businessKey' | 'reconcile'> {
+export interface IdempotencyOptions
+  extends Omit<ToolPolicy, 'businessKey' | 'reconcile' | 'onReplay'> {
   /** Where records live. */
   store: IdempotencyStore;
   /**
