@@ -1,4 +1,6 @@
 import {
+  type Approvals,
+  createApprovals,
   type ExecutionContext,
   type ExecutorOptions,
   markReplayed,
@@ -26,6 +28,7 @@ import {
   type TranscriptEntry,
 } from '@idempotent-tools/core/adapter-kit';
 import type { ModelMessage, Tool, ToolExecutionOptions, ToolSet } from 'ai';
+import { runWithApproval } from './approvals.js';
 
 /** A tool's entry of `toolsContext` (after its `contextSchema`, if it has one). */
 export type ToolContext = { readonly [key: string]: unknown };
@@ -137,7 +140,43 @@ function retryNote(tool: Tool, safe: boolean): Partial<Tool> {
   } as Partial<Tool>;
 }
 
-function wrapTool(name: string, tool: Tool, adapter: Adapter<ToolCallInfo>): Tool {
+type NeedsApproval = Exclude<Tool['needsApproval'], boolean | undefined>;
+
+/**
+ * The tool's `needsApproval`, binding each request to the exact call: when the tool asks, the
+ * request is stored with the args pinned to the tool call id; a call already decided on the
+ * store is not asked again (approved: it runs, or replays; rejected: the rejection is replayed).
+ */
+function boundNeedsApproval(
+  own: Tool['needsApproval'],
+  approvals: Approvals,
+  identify: (input: unknown, options: Options) => ReturnType<typeof callOf>,
+  policy: ToolPolicy | undefined,
+): NeedsApproval {
+  return async (input, options) => {
+    const asks =
+      typeof own === 'function' ? await (own as NeedsApproval)(input, options) : own === true;
+    if (!asks) return false;
+    try {
+      const call = identify(input, options as unknown as Options);
+      const approval = await approvals.requestApproval(call, {
+        policy,
+        ref: options.toolCallId,
+      });
+      return approval.status === 'pending';
+    } catch (error) {
+      if (audienceOf(error) === 'developer') throw error;
+      return true; // the model's error (other args under this id...): execute answers it
+    }
+  };
+}
+
+function wrapTool(
+  name: string,
+  tool: Tool,
+  adapter: Adapter<ToolCallInfo>,
+  approvals: Approvals,
+): Tool {
   const execute = tool.execute as Execute | undefined;
   if (execute === undefined) return tool; // provider-executed, or run by the client
   const treatment = adapter.treatment(name);
@@ -148,16 +187,22 @@ function wrapTool(name: string, tool: Tool, adapter: Adapter<ToolCallInfo>): Too
 
   const identify = (input: unknown, options: Options) =>
     callOf(adapter, { toolName: name, input, options }, name, input, policy);
-  const run = (input: unknown, options: Options, emit?: (part: unknown) => void) =>
-    executor.run(
-      identify(input, options),
-      async (args, ctx) => {
-        const inner = { ...options, abortSignal: mergeSignals(options.abortSignal, ctx.signal) };
-        contexts.set(inner, ctx);
-        return drain(execute(args, inner), emit); // a streaming tool's final output is stored
-      },
-      policy,
+  const asks = tool.needsApproval !== undefined && tool.needsApproval !== false;
+  const run = (input: unknown, options: Options, emit?: (part: unknown) => void) => {
+    const call = identify(input, options);
+    const fn = async (args: unknown, ctx: ExecutionContext) => {
+      const inner = { ...options, abortSignal: mergeSignals(options.abortSignal, ctx.signal) };
+      contexts.set(inner, ctx);
+      return drain(execute(args, inner), emit); // a streaming tool's final output is stored
+    };
+    return runWithApproval(
+      approvals,
+      call,
+      { asks, toolCallId: options.toolCallId, messages: options.messages, policy },
+      () => approvals.run(call, fn, policy),
+      () => executor.run(call, fn, policy),
     );
+  };
   const mark = (value: unknown, replayed: boolean): unknown => {
     const marked = markReplayed(value, replayed, { markFresh });
     if (marked !== value && typeof marked === 'object' && marked !== null) {
@@ -194,6 +239,9 @@ function wrapTool(name: string, tool: Tool, adapter: Adapter<ToolCallInfo>): Too
     ...tool,
     ...retryNote(tool, true),
     execute: wrapped as Execute,
+    ...(asks
+      ? { needsApproval: boundNeedsApproval(tool.needsApproval, approvals, identify, policy) }
+      : {}),
     // Before anything runs, out of generateText / streamText (the AI SDK does not catch here).
     onInputAvailable: async (options: Options & { input: unknown }) => {
       try {
@@ -223,7 +271,10 @@ function wrapSet(tools: unknown, options: unknown, caller: string): Record<strin
     howTo:
       "conversationId (your chat id: useChat's `id` of the request body, or ({ options }) => options.context?.chatId) or turnId (the id of the user message)",
   });
-  return Object.fromEntries(entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter)]));
+  const approvals = createApprovals(adapter.executor);
+  return Object.fromEntries(
+    entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter, approvals)]),
+  );
 }
 
 /**

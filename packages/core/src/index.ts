@@ -1,3 +1,4 @@
+export * from './approvals.js';
 export * from './audit.js';
 export * from './batched-sink.js';
 export * from './canonicalize.js';

@@ -75,6 +75,9 @@ const NEXT: Record<string, NextStep> = {
   store_unavailable: 'retry-later',
   replayed_failure: 'do-not-retry',
   record_integrity: 'do-not-retry',
+  approval_pending: 'retry-later',
+  approval_rejected: 'do-not-retry',
+  approval_conflict: 'do-not-retry',
 };
 
 /**

@@ -5,14 +5,20 @@
  * in the store (a run resumed from `RunState.fromString` in another process finds it).
  */
 import {
+  ApprovalConflictError,
+  ApprovalRejectedError,
+  type Approvals,
   ConfigurationError,
+  createApprovals,
   type Idempotency,
   type ToolPolicy,
   withRetryNote,
 } from '@idempotent-tools/core';
 import {
+  audienceOf,
   createAdapter,
   createTurnLinks,
+  errorText,
   NotAnOutcome,
   runCall,
   type TurnLinks,
@@ -54,6 +60,38 @@ export interface AgentToolOptions {
 
 type AgentCall = { runContext: AnyRunContext; details: Details; toolName: string; anchor: Anchor };
 type Anchors = { links: TurnLinks<Anchor>; durable: boolean };
+
+/**
+ * A call the run approved (`state.approve`, resumed from a `RunState` in any process) recorded on
+ * the store, bound to its args and pinned to its call id: the same approval delivered again is
+ * one approval, a saved state whose call was edited to other arguments is refused (DriftError),
+ * a call rejected on the store first stays rejected. Returns the model's text when it must not
+ * run, undefined when it may.
+ */
+async function approvedCall(
+  approvals: Approvals,
+  call: { toolName: string; turnId: string | undefined; scope: string | undefined; args: unknown },
+  policy: ToolPolicy | undefined,
+  callId: string,
+): Promise<string | undefined> {
+  try {
+    const requested = await approvals.requestApproval(call, { policy, ref: callId });
+    let approval = requested;
+    if (requested.status === 'pending') {
+      approval = await approvals
+        .approve(requested.key, { by: `agents-sdk:${callId}` })
+        .catch(async (error) => {
+          if (!ApprovalConflictError.isInstance(error)) throw error;
+          return (await approvals.getApproval(requested.key)) ?? requested;
+        });
+    }
+    if (approval.status === 'rejected') throw new ApprovalRejectedError({ approval });
+    return undefined;
+  } catch (error) {
+    if (audienceOf(error) !== 'model') throw error;
+    return errorText(error);
+  }
+}
 
 const fromContext = (call: AgentCall, field: 'turnId' | 'conversationId') => {
   const value = (call.runContext?.context as Record<string, unknown> | undefined)?.[field];
@@ -101,6 +139,7 @@ const UNKNOWN_TURN: Anchor = {
 function wrapOne<T extends AnyFunctionTool>(
   tool: T,
   adapter: ReturnType<typeof adapterFor>,
+  approvals: Approvals,
   anchors: Anchors,
   caller: string,
   isErrorOutput: (output: unknown) => boolean = (output) => output === AGENTS_DEFAULT_ERROR_OUTPUT,
@@ -122,6 +161,20 @@ function wrapOne<T extends AnyFunctionTool>(
       id = adapter.identify(call, tool.name);
     } catch (error) {
       throw refusal(error, anchor, caller);
+    }
+    const approved =
+      callId !== undefined &&
+      runContext?.isToolApproved?.({ toolName: tool.name, callId }) === true &&
+      tool.needsApproval !== undefined;
+    if (approved) {
+      const policy = adapter.policy(tool.name) as ToolPolicy | undefined;
+      const refused = await approvedCall(
+        approvals,
+        { toolName: tool.name, turnId: id.turnId, scope: id.scope, args },
+        policy,
+        callId,
+      );
+      if (refused !== undefined) return refused;
     }
     const ran = await runCall(
       adapter,
@@ -165,7 +218,8 @@ export function wrapFunctionTool<T extends AnyFunctionTool>(
   const adapter = adapterFor('wrapFunctionTool', idempotency, [tool.name], { ...rest, policies });
   const links = createTurnLinks<Anchor>(adapter.executor);
   const anchors = { links, durable: false };
-  return wrapOne(tool, adapter, anchors, 'wrapFunctionTool', isErrorOutput);
+  const approvals = createApprovals(adapter.executor);
+  return wrapOne(tool, adapter, approvals, anchors, 'wrapFunctionTool', isErrorOutput);
 }
 
 /** The model, observed: each function call of a response is linked to the request's turn. */
@@ -261,6 +315,7 @@ export function wrapAgentTools<A extends Agent<any, any>>(
   const observable = typeof (model as Model | undefined)?.getResponse === 'function';
   const anchors: Anchors = { links, durable: observable };
   const wrapped = new Map<string, AnyFunctionTool>();
+  const approvals = createApprovals(adapter.executor);
   const tools = all.map((tool) => {
     if (tool.type !== 'function' || adapter.treatment(tool.name) === 'exclude') return tool;
     if (adapter.treatment(tool.name) === 'unsafe') {
@@ -271,7 +326,7 @@ export function wrapAgentTools<A extends Agent<any, any>>(
       return Object.assign(copy, { description: withRetryNote(tool.description, false) }) as Tool;
     }
     wrapped.set(tool.name, tool);
-    return wrapOne(tool, adapter, anchors, caller, isErrorOutput);
+    return wrapOne(tool, adapter, approvals, anchors, caller, isErrorOutput);
   });
   const clone = agent.clone({
     tools: tools as never,

@@ -15,7 +15,7 @@ import { countEffects } from '@idempotent-tools/testing';
 import { RunState, run, setTracingDisabled } from '@openai/agents';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createIdempotency } from './index.js';
-import { refundAgent, refundModel } from './test-utils/app.js';
+import { refundAgent, refundLookupModel, refundModel } from './test-utils/app.js';
 import { startScriptedServer } from './testing/index.js';
 
 const child = fileURLToPath(new URL('./test-utils/approval-child.ts', import.meta.url));
@@ -93,4 +93,58 @@ describe('an approval resumed from RunState.fromString in another process (SQLit
       }
     }, 60_000);
   }
+});
+
+describe('needsApproval bound to the exact call, with a parallel tool (SQLite, other processes)', () => {
+  test('runs once after approve; the approval replayed runs nothing; the parallel tool is not run again; an edited state is refused', async () => {
+    const files = {
+      APPROVAL_DB: join(dir, 'lookup.db'),
+      APPROVAL_STATE: join(dir, 'lookup.state.json'),
+      APPROVAL_EFFECTS: join(dir, 'lookup.effects'),
+      APPROVAL_LOOKUPS: join(dir, 'lookup.lookups'),
+    };
+    const server = await startScriptedServer({ respond: refundLookupModel });
+    try {
+      const env = { ...files, APPROVAL_BASE_URL: server.baseURL };
+      const store = openSqliteStore(files.APPROVAL_DB);
+      const agent = refundAgent(
+        createIdempotency({ store }),
+        server.baseURL,
+        files.APPROVAL_EFFECTS,
+        files.APPROVAL_LOOKUPS,
+      );
+      const interrupted = await run(agent, 'Refund order 42, please.', {
+        context: { conversationId: 'chat-9' },
+      });
+      store.close();
+      expect(interrupted.interruptions.map((i) => i.name)).toEqual(['refund']);
+      const saved = interrupted.state.toString();
+      writeFileSync(files.APPROVAL_STATE, saved);
+      expect(countEffects(files.APPROVAL_EFFECTS)).toBe(0);
+      expect(countEffects(files.APPROVAL_LOOKUPS)).toBe(1);
+
+      const first = await resumeInChild(env);
+      expect(first.code, first.out).toBe(0);
+      expect(first.out).toContain('{\\"refunded\\":\\"42\\"}');
+      expect(countEffects(files.APPROVAL_EFFECTS)).toBe(1);
+      expect(countEffects(files.APPROVAL_LOOKUPS)).toBe(1);
+
+      const second = await resumeInChild(env);
+      expect(second.code, second.out).toBe(0);
+      expect(second.out).toContain('\\"replayed\\":true');
+      expect(countEffects(files.APPROVAL_EFFECTS)).toBe(1);
+      expect(countEffects(files.APPROVAL_LOOKUPS)).toBe(1);
+
+      // The saved state edited so that the approved refund is of another order: refused.
+      const edited = saved.replaceAll('\\"order\\":\\"42\\"', '\\"order\\":\\"9000\\"');
+      expect(edited).not.toBe(saved);
+      writeFileSync(files.APPROVAL_STATE, edited);
+      const third = await resumeInChild(env);
+      expect(third.code, third.out).toBe(0);
+      expect(third.out).toMatch(/asked for other arguments/);
+      expect(countEffects(files.APPROVAL_EFFECTS)).toBe(1);
+    } finally {
+      await server.close();
+    }
+  }, 90_000);
 });

@@ -10,7 +10,10 @@ export type IdempotencyErrorCode =
   | 'persist_failed'
   | 'replayed_failure'
   | 'record_integrity'
-  | 'configuration';
+  | 'configuration'
+  | 'approval_pending'
+  | 'approval_rejected'
+  | 'approval_conflict';
 
 /**
  * Base class of every error this library throws. Check with `IdempotencyError.isInstance(err)`

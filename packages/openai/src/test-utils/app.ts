@@ -125,7 +125,22 @@ export async function withRetries<T>(attempts: number, fn: () => Promise<T>): Pr
 export const CRASH_PROMPT = 'The printer is on fire';
 
 /** The approval scenario: `refund` waits for a human (needsApproval); the effect is counted in a file. */
-export function refundAgent(idempotency: Idempotency, baseURL: string, effectsFile: string) {
+export function refundAgent(
+  idempotency: Idempotency,
+  baseURL: string,
+  effectsFile: string,
+  /** Also give the agent `lookup_order` (no approval), its effect counted in this file. */
+  lookupsFile?: string,
+) {
+  const lookup = tool({
+    name: 'lookup_order',
+    description: 'Look an order up.',
+    parameters: z.object({ order_id: z.string() }),
+    execute: ({ order_id }) => {
+      appendFileSync(lookupsFile as string, `${JSON.stringify({ order_id })}\n`);
+      return { order_id, total: 1999 };
+    },
+  });
   const refund = tool({
     name: 'refund',
     description: 'Refund an order.',
@@ -142,7 +157,7 @@ export function refundAgent(idempotency: Idempotency, baseURL: string, effectsFi
     new Agent({
       name: 'billing',
       instructions: 'You refund orders.',
-      tools: [refund],
+      tools: lookupsFile === undefined ? [refund] : [lookup, refund],
       model: new OpenAIResponsesModel(openai, 'scripted'),
     }),
   );
@@ -154,5 +169,20 @@ export function refundModel(turn: ModelTurn): ScriptedReply {
   if (order === undefined) return { content: 'How can I help?' };
   if (turn.toolOutputs.length === 0)
     return { toolCalls: [{ name: 'refund', arguments: { order } }] };
+  return { content: `Done: ${turn.toolOutputs.join(' | ')}` };
+}
+
+/** Looks the order up and refunds it in one response, then answers with the tool outputs. */
+export function refundLookupModel(turn: ModelTurn): ScriptedReply {
+  const order = /order (\d+)/.exec(turn.userText)?.[1];
+  if (order === undefined) return { content: 'How can I help?' };
+  if (turn.toolOutputs.length === 0) {
+    return {
+      toolCalls: [
+        { name: 'lookup_order', arguments: { order_id: order } },
+        { name: 'refund', arguments: { order } },
+      ],
+    };
+  }
   return { content: `Done: ${turn.toolOutputs.join(' | ')}` };
 }
