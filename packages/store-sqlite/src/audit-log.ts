@@ -1,6 +1,5 @@
 import {
   AUDIT_COLUMNS,
-  type AuditEntry,
   type AuditLog,
   type AuditPage,
   type AuditQuery,
