@@ -11,6 +11,7 @@ import {
   createDispatcher,
   type DispatchCall,
   type DispatchOutcome,
+  type RepeatablePolicy,
   type ToolHandler,
   type RequestIdentity as TurnOptions,
   toolResultOf,
@@ -23,7 +24,11 @@ export type {
   ToolHandler,
 } from '@idempotent-tools/core/adapter-kit';
 
-export type ToolDispatcherOptions = AdapterOptions<DispatchCall, ToolPolicy<never, unknown>>;
+/** The kit's options; a policy may say `repeatable` (deliberate repeats, see the README). */
+export type ToolDispatcherOptions = AdapterOptions<
+  DispatchCall,
+  ToolPolicy<never, unknown> & RepeatablePolicy
+>;
 
 type ToolUse = { type: 'tool_use'; id: string; name: string; input: unknown };
 const said = Symbol('transcript');
@@ -82,11 +87,25 @@ export function createToolDispatcher(
         }),
       };
     },
-    /** Copies of your tool definitions with the retry notes appended to their descriptions. */
-    describe<T extends { name?: string; description?: string | undefined }>(
-      tools: readonly T[],
-    ): T[] {
-      return tools.map((tool) => dispatcher.describe(tool));
+    /**
+     * Copies of your tool definitions with the retry notes appended to their descriptions, and
+     * the `repeat` argument in the `input_schema` of a `repeatable` tool.
+     * @throws ConfigurationError when a repeatable tool's input_schema has its own `repeat`
+     */
+    describe<
+      T extends {
+        name?: string;
+        description?: string | undefined;
+        input_schema?: unknown;
+        strict?: boolean | undefined;
+      },
+    >(tools: readonly T[]): T[] {
+      return tools.map((tool) => {
+        const described = dispatcher.describe(tool);
+        if (!('input_schema' in tool)) return described;
+        const schema = dispatcher.parameters(tool.name, tool.input_schema, tool.strict === true);
+        return schema === tool.input_schema ? described : { ...described, input_schema: schema };
+      });
     },
   };
 }

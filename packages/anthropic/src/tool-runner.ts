@@ -19,7 +19,10 @@ import {
   markToolResult,
   mergeSignals,
   parseSchema,
+  type RepeatablePolicy,
   runToolCall,
+  withRepeatNote,
+  withRepeatProperty,
 } from '@idempotent-tools/core/adapter-kit';
 import { transcriptOf } from './messages.js';
 
@@ -38,7 +41,7 @@ type Output = string | Exclude<Awaited<ReturnType<BetaRunnableTool['run']>>, str
 
 /** Options of `idempotentToolRunner`: the executor's (or `{ idempotency }`) and the identity. */
 export type IdempotentToolRunnerOptions = ExecutorOptions &
-  AdapterOptions<RunnerCall, ToolPolicy<never, Output>>;
+  AdapterOptions<RunnerCall, ToolPolicy<never, Output> & RepeatablePolicy>;
 
 const isRunnable = (tool: object): tool is BetaRunnableTool =>
   'run' in tool && 'parse' in tool && 'name' in tool && typeof tool.name === 'string';
@@ -59,6 +62,7 @@ export function idempotentToolRunner<Stream extends boolean = false>(
 ): BetaToolRunner<Stream> {
   const adapter = createToolListAdapter<RunnerCall, BetaRunnableTool>(params?.tools, options, {
     caller: 'idempotentToolRunner',
+    repeatable: true,
     list: 'params.tools must be the array you pass to client.beta.messages.toolRunner',
     isTool: isRunnable,
     transcript: (call) => transcriptOf(call.messages),
@@ -75,9 +79,21 @@ export function idempotentToolRunner<Stream extends boolean = false>(
     const treatment = adapter.treatment(tool.name);
     if (treatment === 'exclude') return tool;
     // Only custom tools (with an input_schema) have a description; built-in client tools do not.
+    const repeats = treatment === 'wrap' ? adapter.repeats(tool.name) : undefined;
     const described =
       'input_schema' in tool
-        ? { description: withRetryNote(tool.description, treatment === 'wrap') }
+        ? repeats === undefined
+          ? { description: withRetryNote(tool.description, treatment === 'wrap') }
+          : {
+              description: withRepeatNote(tool.description, repeats),
+              input_schema: withRepeatProperty(
+                tool.input_schema,
+                tool.name,
+                repeats,
+                'idempotentToolRunner',
+                (tool as { strict?: boolean }).strict === true,
+              ) as typeof tool.input_schema,
+            }
         : {};
     const toJSON = (tool as { toJSON?: () => object }).toJSON?.bind(tool);
     const kept = {

@@ -10,7 +10,9 @@ import type {
   FunctionDeclaration,
   FunctionResponsePart,
   Part,
+  Schema,
   Tool,
+  Type,
 } from '@google/genai';
 import {
   ConfigurationError,
@@ -25,6 +27,9 @@ import {
   type DispatchCall,
   type DispatchHandler,
   outputsOf,
+  type RepeatablePolicy,
+  repeatClash,
+  repeatProperty,
   type StandardSchema,
   type ToolErrorOutputOption,
   type ValidateFunction,
@@ -46,7 +51,7 @@ export type FunctionCallInfo = DispatchCall<GeminiTurn>;
 
 /** `toolErrorOutput`: errors are rethrown out of `run` (or `generateContent` with AFC). */
 export type IdempotentFunctionsOptions = ExecutorOptions &
-  AdapterOptions<FunctionCallInfo, ToolPolicy<never, unknown>> &
+  AdapterOptions<FunctionCallInfo, ToolPolicy<never, unknown> & RepeatablePolicy> &
   ToolErrorOutputOption<Record<string, unknown>>;
 
 export interface IdempotentFunctions {
@@ -97,7 +102,29 @@ function make(
     const body = value as Body;
     return { ...body, response: markReplayed(body.response, replayed, { markFresh }) };
   };
-  const tool: Tool = { functionDeclarations: declarations.map((d) => dispatcher.describe(d)) };
+  /** The declaration the model sees: the retry note; a repeatable function's repeat argument. */
+  const declare = (d: FunctionDeclaration): FunctionDeclaration => {
+    const described = dispatcher.describe(d);
+    const repeats = dispatcher.adapter.repeats(d.name ?? '');
+    if (repeats === undefined) return described;
+    if (d.parameters === undefined) {
+      const parametersJsonSchema = dispatcher.parameters(d.name, d.parametersJsonSchema);
+      return { ...described, parametersJsonSchema };
+    }
+    // The OpenAPI-style `parameters` (`Type.OBJECT`...).
+    const properties = d.parameters.properties ?? {};
+    if (Object.hasOwn(properties, repeats.argument)) {
+      throw repeatClash(d.name ?? '', repeats, caller);
+    }
+    const { description } = repeatProperty() as { description: string };
+    const repeat: Schema = { type: 'INTEGER' as Type, minimum: 1, description };
+    const parameters = {
+      ...d.parameters,
+      properties: { ...properties, [repeats.argument]: repeat },
+    };
+    return { ...described, parameters };
+  };
+  const tool: Tool = { functionDeclarations: declarations.map(declare) };
 
   async function run(
     given: readonly FunctionCall[] | { functionCalls?: FunctionCall[] | undefined },

@@ -13,10 +13,15 @@ import {
   createAdapter,
   createContextRegistry,
   errorText,
+  keyArgs,
   markContent,
   mergeSignals,
   NotAnOutcome,
+  type RepeatablePolicy,
+  takeRepeat,
+  withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
+import { withRepeatArgument } from './repeat-schema.js';
 import {
   type CallToolResult,
   type CallView,
@@ -56,8 +61,11 @@ export interface ToolCallInfo extends CallView {
 /** A per-call value: fixed, or computed from the call (undefined: not known). */
 export type PerCall = string | ((call: ToolCallInfo) => string | undefined);
 
-/** The policy of one MCP tool: its outcome is the tool's `CallToolResult`. */
-export type McpToolPolicy = ToolPolicy<Record<string, unknown>, CallToolResult>;
+/**
+ * The policy of one MCP tool: its outcome is the tool's `CallToolResult`. `repeatable`: the
+ * tool's `inputSchema` gets the `repeat` argument (deliberate repeats, see the README).
+ */
+export type McpToolPolicy = ToolPolicy<Record<string, unknown>, CallToolResult> & RepeatablePolicy;
 
 /** Options of `idempotentServer(server, options)` and `idempotentRegisterTool(server, options)`. */
 export type IdempotentServerOptions = ExecutorOptions &
@@ -214,12 +222,27 @@ function wrapRegistered(tool: RegisteredTool, name: string, w: Wrapping): void {
     handler: tool[field],
     description: tool.description,
     annotations: tool.annotations,
+    inputSchema: tool.inputSchema,
+    /** The schema given to the tool's repeat argument (set by `apply`). */
+    repeatSchema: undefined as unknown,
   };
 
   const wrapped: Handler = async (...params) => {
     const extra = params[params.length - 1] as ToolExtra;
-    const hasArgs = params.length > 1;
-    const args = ((hasArgs ? params[0] : undefined) ?? {}) as Record<string, unknown>;
+    // A tool without arguments whose schema only the repeat argument made is still called so.
+    const hasArgs =
+      params.length > 1 && (raw.repeatSchema === undefined || raw.inputSchema !== undefined);
+    const given = ((params.length > 1 ? params[0] : undefined) ?? {}) as Record<string, unknown>;
+    const repeats = w.adapter.repeats(raw.name);
+    const taken =
+      repeats === undefined ? { args: given, repeat: 1 } : takeRepeat(given, raw.name, repeats);
+    if ('error' in taken) {
+      return {
+        content: [{ type: 'text', text: taken.error }],
+        isError: true,
+      } satisfies CallToolResult;
+    }
+    const args = taken.args as Record<string, unknown>;
     const call: ToolCallInfo = { toolName: raw.name, args, extra, ...viewOf(extra, w.server) };
     const handler = raw.handler as Handler;
     try {
@@ -228,13 +251,20 @@ function wrapRegistered(tool: RegisteredTool, name: string, w: Wrapping): void {
       const { turnId, scope, turn } = w.adapter.identify(call, raw.name);
       const policy = callPolicy(w, raw.name, source, turn?.source === 'framework');
       const result = await w.adapter.executor.run(
-        { toolName: raw.name, turnId, scope, args },
-        async (runArgs, context) => {
+        {
+          toolName: raw.name,
+          turnId,
+          scope,
+          args:
+            repeats === undefined
+              ? args
+              : (keyArgs(args, taken.repeat, repeats) as Record<string, unknown>),
+        },
+        async (_keyArgs, context) => {
           const inner = withSignal(extra, mergeSignals(signalOf(extra), context.signal));
           contexts.set(inner, context);
-          const output = (await handler(
-            ...(hasArgs ? [runArgs, inner] : [inner]),
-          )) as CallToolResult;
+          // The tool's own arguments: a repeat argument is not one of them.
+          const output = (await handler(...(hasArgs ? [args, inner] : [inner]))) as CallToolResult;
           // A 2026-07-28 `input_required` round is never the outcome: the claim is released.
           if (isInputRequired(output)) throw new NotAnOutcome(output);
           if (output?.isError === true) throw new ToolResultError(output);
@@ -257,8 +287,22 @@ function wrapRegistered(tool: RegisteredTool, name: string, w: Wrapping): void {
   const apply = () => {
     const kind = typeof raw.handler === 'function' ? w.kindOf(raw.name, raw.annotations) : 'skip';
     const policy = w.adapter.policy(raw.name) as McpToolPolicy | undefined;
+    const repeats = kind === 'wrap' ? w.adapter.repeats(raw.name) : undefined;
+    raw.repeatSchema =
+      repeats === undefined
+        ? undefined
+        : withRepeatArgument(raw.inputSchema, field === 'executor', raw.name, repeats, CALLER);
+    tool.inputSchema = raw.repeatSchema ?? raw.inputSchema;
+    // 2.x memoises the JSON of a tool's input schema: forget it once the schema changed.
+    delete (w.server as { _toolInputSchemaJson?: Record<string, unknown> })._toolInputSchemaJson?.[
+      raw.name
+    ];
     tool.description =
-      kind === 'skip' ? raw.description : withRetryNote(raw.description, kind === 'wrap');
+      kind === 'skip'
+        ? raw.description
+        : repeats === undefined
+          ? withRetryNote(raw.description, kind === 'wrap')
+          : withRepeatNote(raw.description, repeats);
     tool.annotations = annotate(raw.annotations, kind, policy);
     tool[field] = kind === 'wrap' ? wrapped : raw.handler;
   };
@@ -268,6 +312,7 @@ function wrapRegistered(tool: RegisteredTool, name: string, w: Wrapping): void {
   tool.update = (updates) => {
     update(updates);
     if (typeof updates.name === 'string') raw.name = updates.name;
+    if (updates.paramsSchema !== undefined) raw.inputSchema = tool.inputSchema;
     if (tool[field] !== wrapped) raw.handler = tool[field]; // a new callback (2.x: a new executor)
     if (updates.description !== undefined) raw.description = updates.description;
     if (updates.annotations !== undefined) raw.annotations = updates.annotations;
@@ -276,8 +321,10 @@ function wrapRegistered(tool: RegisteredTool, name: string, w: Wrapping): void {
   apply();
 }
 
+const CALLER = 'idempotentServer';
+
 function prepare(server: McpServerLike, options: IdempotentServerOptions) {
-  const caller = 'idempotentServer';
+  const caller = CALLER;
   if (server === null || typeof server !== 'object' || typeof server.registerTool !== 'function') {
     throw new ConfigurationError({
       option: 'server',
@@ -323,6 +370,7 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
   const adapter = createAdapter<ToolCallInfo>(options as never, {
     caller,
     options: ['sessionWindow', 'wrapReadOnly'],
+    repeatable: true,
     turn: (call) => sources.get(call)?.turnId,
     howTo: HOW_TO,
   });

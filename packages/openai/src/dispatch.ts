@@ -9,6 +9,7 @@ import {
   createTurnLinks,
   type DispatchCall,
   outputsOf,
+  type RepeatablePolicy,
   type ToolErrorOutputOption,
   type ToolHandler,
   type RequestIdentity as TurnOptions,
@@ -32,14 +33,34 @@ export type {
   ToolHandler,
 } from '@idempotent-tools/core/adapter-kit';
 
-/** The kit's options; `toolErrorOutput`: the tool's own errors are rethrown (as `runTools` does). */
-export type ToolDispatcherOptions = AdapterOptions<DispatchCall, ToolPolicy<never, unknown>> &
+/**
+ * The kit's options; `toolErrorOutput`: the tool's own errors are rethrown (as `runTools` does).
+ * A policy may say `repeatable` (deliberate repeats: `describe` adds the `repeat` argument).
+ */
+export type ToolDispatcherOptions = AdapterOptions<
+  DispatchCall,
+  ToolPolicy<never, unknown> & RepeatablePolicy
+> &
   ToolErrorOutputOption;
 
 type FunctionCall = { callId: string; name: string; arguments: string };
 type DescribedTool =
-  | { type: string; name?: string; description?: string | null }
-  | { type: string; function: { name: string; description?: string } };
+  | {
+      type: string;
+      name?: string;
+      description?: string | null;
+      parameters?: unknown;
+      strict?: boolean | null;
+    }
+  | {
+      type: string;
+      function: {
+        name: string;
+        description?: string;
+        parameters?: unknown;
+        strict?: boolean | null;
+      };
+    };
 const turnOf = Symbol('turn');
 type Call = DispatchCall & { [turnOf]: { transcript?: unknown[]; anchor?: Anchor | undefined } };
 const caller = 'createToolDispatcher';
@@ -144,11 +165,25 @@ export function createToolDispatcher(
         output: content(outputs[i]),
       }));
     },
-    /** Copies of your tool definitions (Chat Completions or Responses) with the retry notes appended. */
+    /**
+     * Copies of your tool definitions (Chat Completions or Responses) with the retry notes
+     * appended, and the `repeat` argument in the parameters of a `repeatable` tool.
+     * @throws ConfigurationError when a repeatable tool's parameters have their own `repeat`
+     */
     describe<T extends DescribedTool>(tools: readonly T[]): T[] {
+      const withParameters = <
+        F extends { name?: string; parameters?: unknown; strict?: boolean | null },
+      >(
+        fn: F,
+      ): F => {
+        const parameters = dispatcher.parameters(fn.name, fn.parameters, fn.strict === true);
+        return parameters === fn.parameters ? fn : { ...fn, parameters };
+      };
       return tools.map((tool): T => {
-        if (!('function' in tool)) return dispatcher.describe(tool as T & { name?: string });
-        const fn = dispatcher.describe(tool.function);
+        if (!('function' in tool)) {
+          return withParameters(dispatcher.describe(tool as T & { name?: string }));
+        }
+        const fn = withParameters(dispatcher.describe(tool.function));
         return fn === tool.function ? tool : { ...tool, function: fn };
       });
     },

@@ -11,10 +11,12 @@ import {
   IDEMPOTENCY_OPTION_FIELDS,
   type Idempotency,
   type IdempotencyOptions,
+  TOOL_POLICY_FIELDS,
   type ToolPolicy,
 } from '../executor.js';
 import type { ExecutorOptions } from '../executor-options.js';
 import { unknownOption } from '../option-names.js';
+import { type Repeats, repeatsOf } from './repeats.js';
 import {
   checkPerCall,
   createTurnResolver,
@@ -37,6 +39,7 @@ export interface AdapterOptions<Info, Policy = ToolPolicy<never, never>>
   /**
    * Per-tool policy (ttl, lease, businessKey, reconcile, onStale, isTerminalError...), by tool
    * name. A tool with a `businessKey` needs no turn: its key is scope + tool + business key.
+   * Adapters that support it also take `repeatable` (see `RepeatablePolicy`): deliberate repeats.
    * @default {} (the executor's defaults)
    */
   policies?: Readonly<Record<string, Policy | undefined>> | undefined;
@@ -76,6 +79,12 @@ export interface AdapterSpec<Info> extends TurnSources<Info> {
    * `exclude` and need no identity. @default []
    */
   otherToolNames?: readonly string[];
+  /**
+   * Whether the adapter supports deliberate repeats (`repeatable` in a tool's policy: it adds
+   * the repeat argument to the schema the model sees and takes it out before the tool runs).
+   * Without it such a policy is refused. @default false
+   */
+  repeatable?: boolean;
 }
 
 /** How one tool of the set is treated. */
@@ -88,6 +97,8 @@ export interface Adapter<Info> {
   treatment(toolName: string): ToolTreatment;
   /** The tool's policy (validated when the adapter was made, or at its first use). */
   policy(toolName: string): ToolPolicy<never, never> | undefined;
+  /** How the tool takes a deliberate repeat (its policy's `repeatable`), or undefined: it does not. */
+  repeats(toolName: string): Repeats | undefined;
   /**
    * The key parts of one call: its turn and scope.
    * @throws ConfigurationError when nothing identifies the turn (a tool without a business key)
@@ -250,16 +261,51 @@ export function createAdapter<Info>(
       message: `${caller}: policies must be an object { [toolName]: policy }.`,
     });
   }
-  for (const [name, policy] of Object.entries(policies)) {
-    if (policy === undefined) continue;
-    if (policy === null || typeof policy !== 'object') {
+  const executorPolicies: Record<string, ToolPolicy<never, never>> = {};
+  const repeats = new Map<string, Repeats>();
+  for (const [name, given] of Object.entries(policies)) {
+    if (given === undefined) continue;
+    if (given === null || typeof given !== 'object') {
       throw new ConfigurationError({
         option: `policies.${name}`,
         message: `${caller}: the policy of ${name} must be an object, e.g. { ttl: 3600000 }.`,
       });
     }
+    const { repeatable, ...policy } = given as ToolPolicy<never, never> & { repeatable?: unknown };
+    const misspelt = unknownOption(policy, [...TOOL_POLICY_FIELDS, 'repeatable']);
+    if (misspelt !== undefined) {
+      throw new ConfigurationError({
+        option: `policies.${name}.${misspelt.name}`,
+        message: `${caller}: policies.${name}: ${misspelt.message}. The fields are ${[...TOOL_POLICY_FIELDS, 'repeatable'].join(', ')}.`,
+      });
+    }
+    const repeat = repeatsOf(repeatable, name, caller);
+    if (repeat !== undefined) {
+      const refuse = (why: string) =>
+        new ConfigurationError({
+          option: `policies.${name}.repeatable`,
+          message: `${caller}: policies.${name}.repeatable: ${why}`,
+        });
+      if (spec.repeatable !== true) {
+        throw refuse(
+          `${caller} does not support deliberate repeats; leave repeatable out (two calls with the same arguments in one turn are one call).`,
+        );
+      }
+      if (policy.businessKey !== undefined) {
+        throw refuse(
+          'a tool with a businessKey is one operation per business key, so a repeat of it is always a retry. Leave out businessKey or repeatable.',
+        );
+      }
+      if (exclude.has(name) || unsafe.has(name)) {
+        throw refuse(
+          `${name} is in ${exclude.has(name) ? 'exclude' : 'unsafe'}, so every call of it runs anyway. Leave out repeatable.`,
+        );
+      }
+      repeats.set(name, repeat);
+    }
+    executorPolicies[name] = policy;
     try {
-      executor.checkPolicy(policy as ToolPolicy<never, never>);
+      executor.checkPolicy(policy);
     } catch (error) {
       if (!InvalidInputError.isInstance(error)) throw error;
       throw new ConfigurationError({
@@ -287,8 +333,8 @@ export function createAdapter<Info>(
     }
   }
   const turns = createTurnResolver(o, spec, caller);
-  const policyOf = (name: string) =>
-    (policies as Record<string, ToolPolicy<never, never> | undefined>)[name];
+  const policyOf = (name: string): ToolPolicy<never, never> | undefined =>
+    Object.hasOwn(executorPolicies, name) ? executorPolicies[name] : undefined;
   const treatment = (name: string): ToolTreatment =>
     exclude.has(name) ? 'exclude' : unsafe.has(name) ? 'unsafe' : 'wrap';
   if (!turns.possible && spec.toolNames !== undefined) {
@@ -308,6 +354,7 @@ export function createAdapter<Info>(
     markFresh: o.markFresh === true,
     treatment,
     policy: policyOf,
+    repeats: (name) => repeats.get(name),
     identify(call, toolName) {
       const needed = policyOf(toolName)?.businessKey === undefined;
       const turn = turns.resolve(call, needed);

@@ -3,6 +3,7 @@
  * before anything runs, with the text that tells the model what to fix.
  */
 import { invalidArgumentsText } from './calls.js';
+import { type Repeats, takeRepeat } from './repeats.js';
 
 /** A Standard Schema (zod >= 3.24, valibot, arktype...): https://standardschema.dev */
 export interface StandardSchema<Output = unknown> {
@@ -57,12 +58,15 @@ const issuesText = (
  * The model's arguments of a call (JSON text, or a value the provider already parsed: it goes
  * through JSON too), parsed and checked against the tool's schema (a Standard Schema's output,
  * defaults applied, becomes the args), or the model's error text saying what to fix (nothing ran).
+ * With `repeats` (a repeatable tool), the repeat argument is taken out before the schema sees the
+ * arguments, and comes back as `repeat` (1 when left out).
  */
 export async function parseArguments(
   toolName: string,
   given: unknown,
   schema?: StandardSchema | ValidateFunction,
-): Promise<{ args: unknown } | { error: string }> {
+  repeats?: Repeats,
+): Promise<{ args: unknown; repeat?: number } | { error: string }> {
   const text = typeof given === 'string' ? given : (JSON.stringify(given ?? {}) ?? '{}');
   let args: unknown;
   try {
@@ -73,6 +77,12 @@ export async function parseArguments(
         `The arguments of ${toolName} are not valid JSON (${(error as Error).message}). Nothing ran. Call ${toolName} again with a JSON object that matches its parameters.`,
       ),
     };
+  }
+  let repeat: number | undefined;
+  if (repeats !== undefined) {
+    const taken = takeRepeat(args, toolName, repeats);
+    if ('error' in taken) return taken;
+    ({ args, repeat } = taken);
   }
   let problem: string | undefined;
   try {
@@ -86,7 +96,7 @@ export async function parseArguments(
   } catch (error) {
     problem = (error as Error).message;
   }
-  if (problem === undefined) return { args };
+  if (problem === undefined) return repeat === undefined ? { args } : { args, repeat };
   return {
     error: invalidArgumentsText(
       `The arguments of ${toolName} do not match its parameters (${problem}). Nothing ran. Call ${toolName} again with corrected arguments.`,

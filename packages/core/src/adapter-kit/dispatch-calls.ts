@@ -15,6 +15,13 @@ import { withRetryNote } from '../model-output.js';
 import { type Adapter, type AdapterOptions, type AdapterSpec, createAdapter } from './adapter.js';
 import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';
 import { errorText, runCall, unwrappedContext } from './calls.js';
+import {
+  keyArgs,
+  repeatClash,
+  schemaHasProperty,
+  withRepeatNote,
+  withRepeatProperty,
+} from './repeats.js';
 import { checkPerCall } from './turn-identity.js';
 
 /** What a dispatcher knows of one tool. */
@@ -57,15 +64,19 @@ export async function dispatchCalls<Info>(
       async (
         c,
         index,
-      ): Promise<{ output: unknown } | { call: Info; name: string; args: unknown }> => {
+      ): Promise<
+        { output: unknown } | { call: Info; name: string; args: unknown; repeat: number }
+      > => {
         const handler = options.handler(c.name);
         if (handler === undefined) {
           const message = `There is no tool named "${c.name}". Nothing ran. Call one of: ${options.names.join(', ')}.`;
           return { output: errorText(new InvalidInputError({ field: 'name', message })) };
         }
-        const parsed = await parseArguments(c.name, c.arguments, handler.schema);
+        const repeats = adapter.repeats(c.name);
+        const parsed = await parseArguments(c.name, c.arguments, handler.schema, repeats);
         if ('error' in parsed) return { output: parsed.error };
-        return { call: options.info(c.name, parsed.args, index), name: c.name, args: parsed.args };
+        const { args, repeat = 1 } = parsed;
+        return { call: options.info(c.name, args, index), name: c.name, args, repeat };
       },
     ),
   );
@@ -86,15 +97,22 @@ export async function dispatchCalls<Info>(
   const settled = await Promise.all(
     prepared.map(async (p, i) => {
       if (!('call' in p)) return p;
-      const { call, name, args } = p;
+      const { call, name, args, repeat } = p;
       const handler = options.handler(name) as DispatchHandler<Info>;
       const execute = (args: unknown, ctx: ExecutionContext) => handler.execute(args, ctx, call);
       const id = identified[i];
+      const repeats = adapter.repeats(name);
       if (id?.wrapped) {
         const ran = await runCall(
           adapter as Adapter<never>,
-          { toolName: name, turnId: id.turnId, scope: id.scope, args },
-          execute,
+          {
+            toolName: name,
+            turnId: id.turnId,
+            scope: id.scope,
+            args: repeats === undefined ? args : keyArgs(args, repeat, repeats),
+          },
+          // The tool's own args (a repeat argument is not one of them).
+          (_args, ctx) => execute(args, ctx),
           options.mark,
         );
         return 'error' in ran ? { ...ran, call } : ran;
@@ -179,6 +197,13 @@ export interface Dispatcher<Info extends DispatchCall> {
   describe<T extends { name?: string | undefined; description?: string | null | undefined }>(
     tool: T,
   ): T;
+  /**
+   * The JSON schema of a tool's parameters as the model should see it: with the repeat argument
+   * for a repeatable tool (its policy's `repeatable`), else the schema itself. `strict`: the
+   * provider's strict mode (every property required), the argument is then required and nullable.
+   * @throws ConfigurationError when the schema has a property of the repeat argument's name
+   */
+  parameters<S>(name: string | undefined, schema: S, strict?: boolean): S;
   /** `dispatchCalls` with this dispatcher's adapter, names and handlers. */
   run(
     calls: readonly DispatchedCall[],
@@ -225,8 +250,14 @@ export function createDispatcher<Info extends DispatchCall>(
   const missing = options === null || typeof options !== 'object'; // createAdapter says what to pass
   const adapter = createAdapter<Info>(
     missing ? options : { ...options, ...requestIdentity<Info>(options, spec.caller) },
-    { ...spec, toolNames: names },
+    { repeatable: true, ...spec, toolNames: names },
   );
+  for (const name of names) {
+    const repeats = adapter.repeats(name);
+    if (repeats !== undefined && schemaHasProperty(handler(name)?.schema, repeats.argument)) {
+      throw repeatClash(name, repeats, spec.caller);
+    }
+  }
   const perCall = [options?.turnId, options?.conversationId].some((v) => typeof v === 'function');
   const needy = names.find(
     (n) => adapter.treatment(n) === 'wrap' && adapter.policy(n)?.businessKey === undefined,
@@ -238,10 +269,19 @@ export function createDispatcher<Info extends DispatchCall>(
     describe(tool) {
       const treatment = adapter.treatment(tool.name ?? '');
       if (!names.includes(tool.name ?? '') || treatment === 'exclude') return tool;
+      const repeats = adapter.repeats(tool.name ?? '');
       return {
         ...tool,
-        description: withRetryNote(tool.description ?? undefined, treatment === 'wrap'),
+        description:
+          repeats === undefined
+            ? withRetryNote(tool.description ?? undefined, treatment === 'wrap')
+            : withRepeatNote(tool.description ?? undefined, repeats),
       };
+    },
+    parameters(name, schema, strict) {
+      const repeats = names.includes(name ?? '') ? adapter.repeats(name ?? '') : undefined;
+      if (repeats === undefined) return schema;
+      return withRepeatProperty(schema, name ?? '', repeats, spec.caller, strict) as typeof schema;
     },
     run: (calls, more) => dispatchCalls(adapter, calls, { names, handler, ...more }),
     checkTurn(request) {

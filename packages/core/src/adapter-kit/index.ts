@@ -57,6 +57,22 @@ export {
   type ToolHandler,
 } from './dispatch-calls.js';
 export {
+  DEFAULT_REPEAT_ARGUMENT,
+  keyArgs,
+  type RepeatableOption,
+  type RepeatablePolicy,
+  type Repeats,
+  repeatClash,
+  repeatNote,
+  repeatProperty,
+  repeatsOf,
+  schemaHasProperty,
+  type TakenRepeat,
+  takeRepeat,
+  withRepeatNote,
+  withRepeatProperty,
+} from './repeats.js';
+export {
   boxedOutputs,
   boxOutput,
   markToolResult,

@@ -3,6 +3,7 @@ import type { ExecutionContext, ToolPolicy } from '../executor.js';
 import { type Adapter, callOf } from './adapter.js';
 import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';
 import { audienceOf, type CallOutcome, errorText, settleCall } from './calls.js';
+import { keyArgs } from './repeats.js';
 
 export interface ToolCall<Info> {
   toolName: string;
@@ -19,22 +20,31 @@ export interface ToolCall<Info> {
 /**
  * The model's arguments checked (`parseArguments`), the call identified (`callOf`) and run
  * (`settleCall`): bad input and an identity error for the model come back as the model's text,
- * an identity error for the developer as `developer` (nothing ran in either case).
+ * an identity error for the developer as `developer` (nothing ran in either case). For a
+ * repeatable tool the repeat argument is taken out first: part of the key, never of the args
+ * `execute` and `info` get.
  */
 export async function runToolCall<Info>(
   adapter: Adapter<Info>,
   call: ToolCall<Info>,
 ): Promise<CallOutcome> {
   const { toolName } = call;
-  const parsed = await parseArguments(toolName, call.arguments, call.schema);
+  const repeats = adapter.repeats(toolName);
+  const parsed = await parseArguments(toolName, call.arguments, call.schema, repeats);
   if ('error' in parsed) return { text: parsed.error };
+  const { args, repeat = 1 } = parsed;
+  const key = repeats === undefined ? args : keyArgs(args, repeat, repeats);
   let identified: ReturnType<typeof callOf>;
   try {
     const policy = adapter.policy(toolName) as ToolPolicy | undefined;
-    identified = callOf(adapter, call.info(parsed.args), toolName, parsed.args, policy);
+    identified = callOf(adapter, call.info(args), toolName, key, policy);
   } catch (error) {
     if (audienceOf(error) === 'developer') return { developer: error };
     return { text: errorText(error) ?? String(error) };
   }
-  return settleCall(adapter as Adapter<never>, identified, call.execute, call.mark);
+  const execute =
+    repeats === undefined
+      ? call.execute
+      : (_: unknown, ctx: ExecutionContext) => call.execute(args, ctx);
+  return settleCall(adapter as Adapter<never>, identified, execute, call.mark);
 }
