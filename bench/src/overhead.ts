@@ -46,6 +46,25 @@ export async function runOverheadBench(): Promise<void> {
     'run, fresh, ~1 KB': () =>
       idempotency.run({ toolName: 'place_order', turnId: `t${fresh++}`, args: bigArgs }, bigTool),
   };
+  // BENCH_CORE_BEFORE=<dist dir of an older build of core>: its executor runs in the same rounds
+  // (the before / after of a change, measured side by side on one machine).
+  const before = process.env.BENCH_CORE_BEFORE;
+  if (before !== undefined) {
+    const old = (await import(`${before}/index.js`)) as typeof import('@idempotent-tools/core');
+    const idem = old.createIdempotency({ store: old.createMemoryStore() });
+    await idem.run({ toolName: 'charge', turnId: 'replayed', args }, tool);
+    await idem.run({ toolName: 'place_order', turnId: 'replayed', args: bigArgs }, bigTool);
+    Object.assign(contenders, {
+      'before: run, replay (memory store)': () =>
+        idem.run({ toolName: 'charge', turnId: 'replayed', args }, tool),
+      'before: run, fresh (memory store)': () =>
+        idem.run({ toolName: 'charge', turnId: `t${fresh++}`, args }, tool),
+      'before: run, replay, ~1 KB': () =>
+        idem.run({ toolName: 'place_order', turnId: 'replayed', args: bigArgs }, bigTool),
+      'before: run, fresh, ~1 KB': () =>
+        idem.run({ toolName: 'place_order', turnId: `t${fresh++}`, args: bigArgs }, bigTool),
+    });
+  }
   const samples: Record<string, number[]> = Object.fromEntries(
     Object.keys(contenders).map((k) => [k, []]),
   );
