@@ -1,7 +1,10 @@
 import {
+  type Approvals,
   ConfigurationError,
+  createApprovals,
   type ExecutionContext,
   type ExecutorOptions,
+  type IdempotentResult,
   InvalidInputError,
   markReplayed,
   type ToolPolicy,
@@ -21,6 +24,13 @@ import {
   takeRepeat,
   withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
+import {
+  type McpApprovalOption,
+  runApproved,
+  type ToolApproval,
+  takeApprovals,
+  watchCapabilities,
+} from './approval.js';
 import { withRepeatArgument } from './repeat-schema.js';
 import {
   type CallToolResult,
@@ -65,7 +75,16 @@ export type PerCall = string | ((call: ToolCallInfo) => string | undefined);
  * The policy of one MCP tool: its outcome is the tool's `CallToolResult`. `repeatable`: the
  * tool's `inputSchema` gets the `repeat` argument (deliberate repeats, see the README).
  */
-export type McpToolPolicy = ToolPolicy<Record<string, unknown>, CallToolResult> & RepeatablePolicy;
+export type McpToolPolicy = ToolPolicy<Record<string, unknown>, CallToolResult> &
+  RepeatablePolicy & {
+    /**
+     * Ask the user (MCP elicitation) before the tool runs; the answer is stored, bound to the
+     * exact call (see the README's "Approvals"). A tool with an approval is wrapped even when it
+     * is annotated `readOnlyHint: true`.
+     * @default false
+     */
+    approval?: McpApprovalOption | undefined;
+  };
 
 /** Options of `idempotentServer(server, options)` and `idempotentRegisterTool(server, options)`. */
 export type IdempotentServerOptions = ExecutorOptions &
@@ -195,6 +214,8 @@ interface Wrapping {
   window: number | false;
   kindOf: (name: string, annotations: ToolAnnotations | undefined) => Kind;
   sources: WeakMap<ToolCallInfo, Source | undefined>;
+  approvals: Approvals;
+  approval: (name: string) => ToolApproval | undefined;
 }
 
 /** The call's policy: the tool's, with the client's key and the session window. */
@@ -250,28 +271,37 @@ function wrapRegistered(tool: RegisteredTool, name: string, w: Wrapping): void {
       w.sources.set(call, source);
       const { turnId, scope, turn } = w.adapter.identify(call, raw.name);
       const policy = callPolicy(w, raw.name, source, turn?.source === 'framework');
-      const result = await w.adapter.executor.run(
-        {
-          toolName: raw.name,
-          turnId,
-          scope,
-          args:
-            repeats === undefined
-              ? args
-              : (keyArgs(args, taken.repeat, repeats) as Record<string, unknown>),
-        },
-        async (_keyArgs, context) => {
-          const inner = withSignal(extra, mergeSignals(signalOf(extra), context.signal));
-          contexts.set(inner, context);
-          // The tool's own arguments: a repeat argument is not one of them.
-          const output = (await handler(...(hasArgs ? [args, inner] : [inner]))) as CallToolResult;
-          // A 2026-07-28 `input_required` round is never the outcome: the claim is released.
-          if (isInputRequired(output)) throw new NotAnOutcome(output);
-          if (output?.isError === true) throw new ToolResultError(output);
-          return output;
-        },
-        policy,
-      );
+      const executorCall = {
+        toolName: raw.name,
+        turnId,
+        scope,
+        args:
+          repeats === undefined
+            ? args
+            : (keyArgs(args, taken.repeat, repeats) as Record<string, unknown>),
+      };
+      const fn = async (_keyArgs: unknown, context: ExecutionContext) => {
+        const inner = withSignal(extra, mergeSignals(signalOf(extra), context.signal));
+        contexts.set(inner, context);
+        // The tool's own arguments: a repeat argument is not one of them.
+        const output = (await handler(...(hasArgs ? [args, inner] : [inner]))) as CallToolResult;
+        // A 2026-07-28 `input_required` round is never the outcome: the claim is released.
+        if (isInputRequired(output)) throw new NotAnOutcome(output);
+        if (output?.isError === true) throw new ToolResultError(output);
+        return output;
+      };
+      const approval = w.approval(raw.name);
+      let result: IdempotentResult<CallToolResult>;
+      if (approval === undefined) {
+        result = await w.adapter.executor.run(executorCall, fn, policy);
+      } else {
+        const approved = await runApproved({
+          ...{ approvals: w.approvals, approval, server: w.server, info: call, extra },
+          ...{ call: executorCall, policy, fn },
+        });
+        if ('reply' in approved) return approved.reply;
+        result = approved.result;
+      }
       return result.replayed || w.adapter.markFresh
         ? markResult(result.value, result.replayed, tool)
         : result.value;
@@ -367,7 +397,10 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
     });
   }
   const sources = new WeakMap<ToolCallInfo, Source | undefined>();
-  const adapter = createAdapter<ToolCallInfo>(options as never, {
+  // `approval` is this adapter's: the kit checks the rest of each policy.
+  const taken = takeApprovals(o, caller);
+  const kitOptions = o.policies === undefined ? o : { ...o, policies: taken.policies };
+  const adapter = createAdapter<ToolCallInfo>(kitOptions as never, {
     caller,
     options: ['sessionWindow', 'wrapReadOnly'],
     repeatable: true,
@@ -377,9 +410,17 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
   const kindOf = (name: string, annotations: ToolAnnotations | undefined): Kind => {
     const treatment = adapter.treatment(name);
     if (treatment !== 'wrap') return treatment === 'unsafe' ? 'unsafe' : 'skip';
+    if (taken.approvals.has(name)) return 'wrap'; // never run unapproved
     return annotations?.readOnlyHint === true && o.wrapReadOnly !== true ? 'skip' : 'wrap';
   };
-  const w: Wrapping = { adapter, server, options, window, kindOf, sources };
+  const ttl = (o as { ttl?: unknown }).ttl;
+  const approvals = createApprovals(
+    adapter.executor,
+    typeof ttl === 'number' && o.idempotency === undefined ? { ttl } : {},
+  );
+  if (taken.approvals.size > 0) watchCapabilities(server, [...taken.approvals.keys()], caller);
+  const approval = (name: string) => taken.approvals.get(name);
+  const w: Wrapping = { adapter, server, options, window, kindOf, sources, approvals, approval };
   return (name: unknown, registered: unknown) => {
     if (typeof name !== 'string' || registered === null || typeof registered !== 'object') return;
     wrapRegistered(registered as RegisteredTool, name, w);

@@ -1,5 +1,10 @@
 export * from '@idempotent-tools/core';
 export {
+  APPROVAL_INPUT_PREFIX,
+  type McpApprovalOption,
+  type McpApprovalPolicy,
+} from './approval.js';
+export {
   type CallToolResult,
   DEFAULT_SESSION_WINDOW,
   IDEMPOTENCY_KEY_META,
