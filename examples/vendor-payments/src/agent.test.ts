@@ -47,10 +47,12 @@ test('the crash matrix: killed at every step, each order is charged once and pai
     'after-persist': ['completed', 'checkout replayed'],
   });
   expect(killed[7]?.agents[1]?.reply).toMatchObject({ replayed: true });
-  // PayCo replayed the charge by its Idempotency-Key on every re-execution after it charged:
-  // six kill points from payco:received to tool:after-return, and twice in the last scenario.
+  // PayCo (idempotentHandler) replayed the charge by its Idempotency-Key on every re-execution
+  // after it charged: six kill points from payco:received to tool:after-return, and twice in the
+  // last scenario. The key went as an RFC 8941 String (headerFormat 'sf-string').
   const text = result.transcript.join('\n');
-  expect(text.match(/same key, same params -> replays/g)).toHaveLength(8);
+  expect(text.match(/same key, same request -> replays/g)).toHaveLength(8);
+  expect(text).toMatch(/PayCo {2}POST \/v1\/charges key "v1_/);
 
   // The bank's search is down: the ledger cannot tell, the model is told to check first; the
   // next process reconciles once the search is back.

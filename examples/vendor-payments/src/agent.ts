@@ -154,7 +154,7 @@ export async function main(options: MainOptions = {}): Promise<VendorPaymentsRes
     payco = await startPayCo(hooks);
     bank = await startLegacyBank(hooks);
     say(
-      'Two local vendors: PayCo dedupes by Idempotency-Key (as Stripe does); LegacyBank does not,',
+      'Two local vendors: PayCo dedupes by Idempotency-Key (idempotentHandler, as Stripe does); LegacyBank does not,',
     );
     say('so its transfers go through the ledger (idempotency.vendorCall) with reconcile.');
     say(`The checkout tool: charge the customer at PayCo, then pay the supplier at the bank.`);

@@ -1,8 +1,10 @@
 /**
  * The agent's `checkout` tool: charge the customer at PayCo, pay the supplier at LegacyBank.
  *
- * - PayCo dedupes by `Idempotency-Key`: `idempotentFetch()` sends the tool call's key (derived per
- *   request), the same on every re-execution, so PayCo replays instead of charging again.
+ * - PayCo dedupes by `Idempotency-Key` (its API is served with `idempotentHandler`):
+ *   `idempotentFetch({ headerFormat: 'sf-string' })` sends the tool call's key (derived per
+ *   request) as the IETF draft writes it, `"v1_..."`, the same on every re-execution, so PayCo
+ *   replays instead of charging again.
  * - LegacyBank does not: the transfer goes through the ledger (`idempotency.vendorCall`), with the
  *   ledger key as the bank reference, and `reconcile` looks a lost transfer up by that reference.
  *
@@ -16,7 +18,7 @@ import {
   type Reconciliation,
   type ToolPolicy,
 } from '@idempotent-tools/core';
-import type { Charge, Transfer } from './vendors.js';
+import { type Charge, PAYCO_API_KEY, type Transfer } from './vendors.js';
 
 export interface CheckoutArgs {
   order: string;
@@ -57,7 +59,7 @@ export class VendorError extends Error {
   }
 }
 
-async function json<T>(vendor: string, response: Response): Promise<T> {
+export async function json<T>(vendor: string, response: Response): Promise<T> {
   const text = await response.text();
   if (!response.ok) throw new VendorError(vendor, response.status, text);
   return JSON.parse(text) as T;
@@ -77,7 +79,8 @@ export function checkoutTool(options: {
   step?: (step: Step) => void;
 }) {
   const { idempotency, paycoUrl, bankUrl, step = () => {} } = options;
-  const payco = idempotentFetch(); // Idempotency-Key on every POST made while a tool runs
+  // Idempotency-Key on every POST made while a tool runs, as an RFC 8941 String ("v1_...").
+  const payco = idempotentFetch({ headerFormat: 'sf-string' });
 
   /** Did the bank make the transfer with this reference? `undefined`: cannot tell. */
   const findTransfer = async ({ key }: { key: string }): Promise<Reconciliation<Transfer>> => {
@@ -93,7 +96,7 @@ export function checkoutTool(options: {
       'PayCo',
       await payco(`${paycoUrl}/v1/charges`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${PAYCO_API_KEY}` },
         body: JSON.stringify({
           amount: args.amount,
           currency: 'eur',

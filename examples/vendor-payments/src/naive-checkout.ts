@@ -4,7 +4,7 @@
  * the ledger, while a stale call is still re-executed. Killed at the wrong moment, it pays twice.
  */
 import type { CheckoutArgs, CheckoutResult, Step } from './checkout.js';
-import type { Charge, Transfer } from './vendors.js';
+import { type Charge, PAYCO_API_KEY, type Transfer } from './vendors.js';
 
 export function naiveCheckoutTool(options: {
   paycoUrl: string;
@@ -15,7 +15,7 @@ export function naiveCheckoutTool(options: {
   const post = async <T>(url: string, body: unknown): Promise<T> => {
     const response = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${PAYCO_API_KEY}` },
       body: JSON.stringify(body),
     });
     return (await response.json()) as T;

@@ -1,16 +1,20 @@
 /**
  * Two local mock vendors (node:http on 127.0.0.1), counting what they really did.
  *
- * - PayCo honours `Idempotency-Key` as Stripe does: the same key with the same params returns the
- *   same charge (`Idempotent-Replayed: true`), the same key with other params is a 422, the same
- *   key while its first request is still being processed is a 409. Without a key every POST
- *   charges.
+ * - PayCo is a Stripe-like API served with `idempotentHandler` (`@idempotent-tools/core/http`,
+ *   the IETF `Idempotency-Key` draft) through a small fetch adapter: the same key with the same
+ *   request replays the stored response (`Idempotent-Replayed: true`), the same key with another
+ *   body is a 422, the same key while its first request is still running is a 409 with
+ *   `Retry-After`. Keys are kept per API key (`scope`); without a key every POST charges, as at
+ *   Stripe (`required: false`). `POST /v1/charges` charges, `POST /v1/refunds` refunds.
  * - LegacyBank has no idempotency at all: every POST /transfers moves money. Transfers can be
  *   searched by the reference the caller gave (`GET /transfers?reference=...`).
  */
-import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createMemoryStore } from '@idempotent-tools/core';
+import { type IdempotencyPolicy, idempotentHandler } from '@idempotent-tools/core/http';
+import { listenFetch } from './fetch-server.js';
 
 export interface Charge {
   id: string;
@@ -18,6 +22,15 @@ export interface Charge {
   currency: string;
   customer: string;
   description: string;
+}
+
+export interface Refund {
+  id: string;
+  /** The charge refunded. */
+  charge: string;
+  amount: number;
+  /** The caller's note (the order, the reason). */
+  metadata: string;
 }
 
 export interface Transfer {
@@ -74,68 +87,129 @@ function drop(res: ServerResponse) {
 
 const short = (key: string) => (key.length > 16 ? `${key.slice(0, 12)}…` : key);
 
+/** The API key PayCo gives the agent (sent as `Authorization: Bearer ...`). */
+export const PAYCO_API_KEY = 'sk_test_agent';
+
 export interface PayCo {
   url: string;
   /** Every charge PayCo made, in order: the count that must not exceed one per order. */
   charges: Charge[];
-  /** Processing time of a new charge, in ms (to show 409s on concurrent requests). */
-  delayMs: number;
+  /** Every refund PayCo made, in order. */
+  refunds: Refund[];
+  /** What PayCo publishes of its idempotency (the header, the methods, how long keys are kept). */
+  policy: IdempotencyPolicy;
+  /**
+   * Hold the next new charge or refund mid-way (to show a 409 while it runs): `arrived` resolves
+   * when it is being processed, and it finishes once `release()` is called.
+   */
+  hold(): { arrived: Promise<void>; release: () => void };
   close(): Promise<void>;
 }
 
-/** A Stripe-like payment vendor. */
+/** What the wrapped handler gets besides the request: the adapter's side of the exchange. */
+interface Exchange {
+  /** Set by the handler: the work is done, the reply is lost (the crash matrix's kill point). */
+  dropReply: boolean;
+}
+
+const json = (status: number, body: unknown) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+
+/** A Stripe-like payment vendor, its API served with `idempotentHandler`. */
 export async function startPayCo(hooks: VendorHooks = {}): Promise<PayCo> {
   const charges: Charge[] = [];
-  const keys = new Map<string, { params: string; response?: Charge }>();
-  const vendor: PayCo = {
-    url: '',
+  const refunds: Refund[] = [];
+  let held: { arrived: () => void; released: Promise<void> } | undefined;
+  const waitIfHeld = async () => {
+    const h = held;
+    held = undefined;
+    h?.arrived();
+    await h?.released;
+  };
+
+  /** PayCo's API, unaware of idempotency: every POST it gets does the work. */
+  const api = async (request: Request, exchange: Exchange): Promise<Response> => {
+    const { pathname } = new URL(request.url);
+    const key = request.headers.get('idempotency-key');
+    const keyText = key === null ? '(none)' : short(key);
+    if (request.method === 'GET' && pathname === '/v1/charges') return json(200, { data: charges });
+    if (request.method === 'POST' && pathname === '/v1/charges') {
+      const params = (await request.json()) as Omit<Charge, 'id'>;
+      await waitIfHeld();
+      const charge: Charge = { id: `ch_${charges.length + 1}`, ...params };
+      charges.push(charge);
+      exchange.dropReply = hooks.received?.('payco', charge.id) === 'drop';
+      hooks.log?.(
+        `PayCo  POST /v1/charges key ${keyText}: new charge ${charge.id} ${charge.amount} ${charge.currency}${exchange.dropReply ? ' (reply lost)' : ''}`,
+      );
+      return json(200, charge);
+    }
+    if (request.method === 'POST' && pathname === '/v1/refunds') {
+      const params = (await request.json()) as Omit<Refund, 'id'>;
+      const charge = charges.find((c) => c.id === params.charge);
+      const refunded = refunds
+        .filter((r) => r.charge === params.charge)
+        .reduce((sum, r) => sum + r.amount, 0);
+      if (charge === undefined || params.amount > charge.amount - refunded) {
+        hooks.log?.(`PayCo  POST /v1/refunds key ${keyText}: refused (no such charge or too much)`);
+        return json(400, { error: { type: 'invalid_request_error', param: 'amount' } });
+      }
+      await waitIfHeld();
+      const refund: Refund = { id: `re_${refunds.length + 1}`, ...params };
+      refunds.push(refund);
+      hooks.log?.(
+        `PayCo  POST /v1/refunds key ${keyText}: new refund ${refund.id} ${refund.amount} of ${refund.charge}`,
+      );
+      return json(200, refund);
+    }
+    return json(404, { error: { type: 'invalid_request_error', message: 'Unknown route.' } });
+  };
+
+  const handle = idempotentHandler<Request, [Exchange]>(api, {
+    store: createMemoryStore(), // PayCo's own database
+    // Keys belong to the client that sent them: PayCo's API key.
+    scope: (request) => request.headers.get('authorization') ?? undefined,
+    required: false, // as at Stripe: a POST without a key runs every time
+  });
+
+  const running = await listenFetch(async (request) => {
+    const exchange: Exchange = { dropReply: false };
+    const response = await handle(request, exchange);
+    if (exchange.dropReply) return 'drop'; // stored by idempotentHandler; the caller never hears
+    // What the handler answered without running the API, for the transcript.
+    const key = request.headers.get('idempotency-key');
+    const what = `PayCo  ${request.method} ${new URL(request.url).pathname} key ${short(key ?? '')}`;
+    if (response.headers.get(handle.policy.replayHeader) === 'true') {
+      const { id } = (await response.clone().json()) as { id?: string };
+      hooks.log?.(`${what}: same key, same request -> replays ${id} (Idempotent-Replayed: true)`);
+    } else if (response.status === 409) {
+      hooks.log?.(
+        `${what}: the first request with this key is still running -> 409, Retry-After: ${response.headers.get('retry-after')}`,
+      );
+    } else if (response.status === 422) {
+      hooks.log?.(`${what}: same key, another body -> 422 idempotency_key_reused`);
+    }
+    return response;
+  });
+  return {
+    url: running.url,
     charges,
-    delayMs: 0,
+    refunds,
+    policy: handle.policy,
+    hold() {
+      let arrived = () => {};
+      let release = () => {};
+      const arrival = new Promise<void>((resolve) => {
+        arrived = resolve;
+      });
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      held = { arrived, released };
+      return { arrived: arrival, release };
+    },
     close: () => new Promise((resolve) => running.server.close(() => resolve())),
   };
-  const running = await listen(async (req, body, res) => {
-    if (req.method === 'GET' && req.url === '/v1/charges') return send(res, 200, { data: charges });
-    if (req.method !== 'POST' || req.url !== '/v1/charges') return send(res, 404, {});
-    const params = JSON.parse(body) as Omit<Charge, 'id'>;
-    const key = req.headers['idempotency-key'] as string | undefined;
-    const digest = createHash('sha256').update(body).digest('hex');
-    const seen = key === undefined ? undefined : keys.get(key);
-    if (key !== undefined && seen !== undefined) {
-      if (seen.params !== digest) {
-        hooks.log?.(`PayCo  POST /v1/charges key ${short(key)}: other params -> 422`);
-        return send(res, 422, {
-          error: {
-            type: 'idempotency_error',
-            message: 'Keys for idempotent requests can only be used with the same parameters.',
-          },
-        });
-      }
-      if (seen.response === undefined) {
-        hooks.log?.(`PayCo  POST /v1/charges key ${short(key)}: still processing -> 409`);
-        return send(res, 409, {
-          error: { type: 'idempotency_error', message: 'A request with this key is in progress.' },
-        });
-      }
-      hooks.log?.(
-        `PayCo  POST /v1/charges key ${short(key)}: same key, same params -> replays ${seen.response.id}`,
-      );
-      return send(res, 200, seen.response, { 'idempotent-replayed': 'true' });
-    }
-    const entry: { params: string; response?: Charge } = { params: digest };
-    if (key !== undefined) keys.set(key, entry);
-    if (vendor.delayMs > 0) await new Promise((r) => setTimeout(r, vendor.delayMs));
-    const charge: Charge = { id: `ch_${charges.length + 1}`, ...params };
-    charges.push(charge);
-    entry.response = charge;
-    const dropped = hooks.received?.('payco', charge.id) === 'drop';
-    hooks.log?.(
-      `PayCo  POST /v1/charges key ${key === undefined ? '(none)' : short(key)}: new charge ${charge.id} ${charge.amount} ${charge.currency}${dropped ? ' (reply lost)' : ''}`,
-    );
-    if (dropped) return drop(res);
-    send(res, 200, charge);
-  });
-  vendor.url = running.url;
-  return vendor;
 }
 
 export interface LegacyBank {
