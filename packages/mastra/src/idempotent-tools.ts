@@ -1,6 +1,9 @@
 import {
+  type Approvals,
+  createApprovals,
   type ExecutionContext,
   type ExecutorOptions,
+  InvalidInputError,
   type ToolPolicy,
   withRetryNote,
 } from '@idempotent-tools/core';
@@ -21,13 +24,20 @@ import {
   type TranscriptEntry,
 } from '@idempotent-tools/core/adapter-kit';
 import { type Tool, validateToolInput } from '@mastra/core/tools';
+import { passedApproval, pinApproval, TOOL_APPROVAL, type ToolApproval } from './approvals.js';
 
 /** A Mastra tool, as `createTool` makes it (or any `ToolAction`). */
 // biome-ignore lint/suspicious/noExplicitAny: a tool of any input, output and context types
 export type AnyTool = Tool<any, any, any, any, any, any, any>;
 type Context = Record<string, unknown> & {
   abortSignal?: AbortSignal;
-  agent?: { threadId?: string; resourceId?: string; messages?: unknown[]; resumeData?: unknown };
+  agent?: {
+    threadId?: string;
+    resourceId?: string;
+    messages?: unknown[];
+    resumeData?: unknown;
+    toolCallId?: string;
+  };
   memory?: { recall(args: object): Promise<{ messages: unknown[] }> };
   resumeData?: unknown;
 };
@@ -110,7 +120,12 @@ async function historyOf(context: Context): Promise<unknown[]> {
   return (await context.memory.recall({ threadId, resourceId, perPage: false })).messages;
 }
 
-function wrapTool(name: string, tool: AnyTool, adapter: Adapter<ToolCallInfo>): AnyTool {
+function wrapTool(
+  name: string,
+  tool: AnyTool,
+  adapter: Adapter<ToolCallInfo>,
+  approvals: Approvals,
+): AnyTool {
   const execute = tool.execute;
   const treatment = adapter.treatment(name);
   if (execute === undefined || treatment === 'exclude') return tool;
@@ -120,14 +135,14 @@ function wrapTool(name: string, tool: AnyTool, adapter: Adapter<ToolCallInfo>): 
   const policy = adapter.policy(name) as ToolPolicy | undefined;
   const own = tool.toModelOutput;
 
-  const wrapped = async (input: unknown, context: Context) => {
+  /** The call as the executor keys it, or what to return when it cannot run (nothing ran). */
+  const identify = async (input: unknown, context: Context) => {
     let args = input;
     if ((context?.agent?.resumeData ?? context?.resumeData) == null) {
       const checked = validateToolInput(tool.inputSchema as never, input, name);
-      if (checked.error) return checked.error; // nothing ran
+      if (checked.error) return { refused: checked.error, invalid: true };
       args = checked.data;
     }
-    let call: { toolName: string; turnId: string | undefined; scope: string | undefined };
     try {
       const info = {
         toolName: name,
@@ -136,9 +151,25 @@ function wrapTool(name: string, tool: AnyTool, adapter: Adapter<ToolCallInfo>): 
         history: await historyOf(context ?? {}),
       };
       const { turnId, scope } = callOf(adapter, info, name, args, policy);
-      call = { toolName: name, turnId, scope };
+      return { call: { toolName: name, turnId, scope }, args };
     } catch (error) {
-      return escapes.escape(error); // nothing ran
+      return { refused: escapes.escape(error), error };
+    }
+  };
+
+  const wrapped = async (input: unknown, context: Context) => {
+    const identified = await identify(input, context);
+    if ('refused' in identified) return identified.refused; // nothing ran
+    const { call, args } = identified;
+    const resuming = (context?.agent?.resumeData ?? context?.resumeData) != null;
+    if (!resuming && (await passedApproval(tool.requireApproval, name, args, context))) {
+      // Approved by Mastra's gate (which gives the gate no call id): pin it to this call here.
+      const toolCallId = context.agent?.toolCallId ?? '';
+      const refused = await pinApproval(approvals, { ...call, args }, policy, toolCallId).catch(
+        (error: unknown) => ({ developer: error }),
+      );
+      if (typeof refused === 'string') return refused; // nothing ran: the model reads why
+      if (refused !== undefined) return escapes.escape(refused.developer);
     }
     const result = await runCall(adapter as Adapter<never>, { ...call, args }, async (a, ctx) => {
       let suspended = false;
@@ -167,7 +198,23 @@ function wrapTool(name: string, tool: AnyTool, adapter: Adapter<ToolCallInfo>): 
     throw result.error; // the tool's own error: Mastra shows it to the model
   };
 
+  const approval: ToolApproval = {
+    approvals,
+    async request(input, context, ref) {
+      const identified = await identify(input, context as Context);
+      if ('error' in identified) throw identified.error;
+      if ('refused' in identified) {
+        throw new InvalidInputError({
+          field: 'args',
+          message: `The suspended call of ${name} has arguments its inputSchema refuses: Mastra will not run it. Nothing was decided.`,
+        });
+      }
+      const { call, args } = identified;
+      return approvals.requestApproval({ ...call, args }, { policy, ref });
+    },
+  };
   return copy({
+    [TOOL_APPROVAL]: approval,
     description: withRetryNote(tool.description, true),
     execute: wrapped,
     toModelOutput: async (output: unknown) => {
@@ -193,7 +240,10 @@ function wrapSet(tools: unknown, options: unknown, caller: string): Record<strin
     howTo:
       "a memory thread (agent.generate(prompt, { memory: { thread, resource } })), conversationId (your chat id, e.g. ({ context }) => context.requestContext.get('chatId')) or turnId (the id of the user message)",
   });
-  return Object.fromEntries(entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter)]));
+  const approvals = createApprovals(adapter.executor);
+  return Object.fromEntries(
+    entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter, approvals)]),
+  );
 }
 
 /**

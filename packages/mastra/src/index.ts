@@ -1,5 +1,15 @@
 export * from '@idempotent-tools/core';
 export {
+  approveToolCall,
+  approveToolCallGenerate,
+  declineToolCall,
+  declineToolCallGenerate,
+  getToolCallApproval,
+  recordToolCallDecision,
+  type SuspendedToolCall,
+  type ToolCallDecider,
+} from './approvals.js';
+export {
   type AnyTool,
   type IdempotentToolOptions,
   type IdempotentToolsOptions,
