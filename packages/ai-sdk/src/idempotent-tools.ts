@@ -1,5 +1,6 @@
 import {
   type Approvals,
+  ConfigurationError,
   createApprovals,
   type ExecutionContext,
   type ExecutorOptions,
@@ -19,16 +20,22 @@ import {
   drain,
   errorText,
   type PerCall as KitPerCall,
+  keyArgs,
   markContent,
   mergeSignals,
   type OneToolOptions,
   oneToolOptions,
+  type RepeatablePolicy,
+  type Repeats,
   relay,
   type ToolSetOptions,
   type TranscriptEntry,
+  takeRepeat,
+  withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
 import type { ModelMessage, Tool, ToolExecutionOptions, ToolSet } from 'ai';
 import { runWithApproval } from './approvals.js';
+import { withoutRepeat, withRepeatInput } from './repeat-schema.js';
 
 /** A tool's entry of `toolsContext` (after its `contextSchema`, if it has one). */
 export type ToolContext = { readonly [key: string]: unknown };
@@ -62,15 +69,21 @@ export type PolicyOf<T> = T extends {
   ? ToolPolicy<I, R extends AsyncIterable<infer O> ? O : Awaited<R>>
   : ToolPolicy;
 
-/** Options of `idempotentTools(tools, options)`. */
+/**
+ * Options of `idempotentTools(tools, options)`. A policy may say `repeatable` (deliberate
+ * repeats: the tool's `inputSchema` gets the `repeat` argument, see the README).
+ */
 export type IdempotentToolsOptions<TOOLS extends ToolSet> = ExecutorOptions &
   WrapOptions &
-  ToolSetOptions<keyof TOOLS & string, { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> }>;
+  ToolSetOptions<
+    keyof TOOLS & string,
+    { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> & RepeatablePolicy }
+  >;
 
 /** Options of `idempotentTool(name, tool, options)`. */
 export type IdempotentToolOptions<TOOL extends Tool> = ExecutorOptions &
   WrapOptions &
-  OneToolOptions<PolicyOf<TOOL>>;
+  OneToolOptions<PolicyOf<TOOL> & RepeatablePolicy>;
 
 type ToolResultOutput = Awaited<ReturnType<NonNullable<Tool['toModelOutput']>>>;
 type Execute = NonNullable<Tool['execute']>;
@@ -129,15 +142,34 @@ function defaultModelOutput(output: unknown): ToolResultOutput {
   return { type: 'json', value: JSON.parse(JSON.stringify(output) ?? 'null') };
 }
 
-function retryNote(tool: Tool, safe: boolean): Partial<Tool> {
+function retryNote(tool: Tool, safe: boolean, repeats?: Repeats): Partial<Tool> {
   if (tool.type === 'provider') return {}; // provider tools have no description of their own
   const description = tool.description;
+  const note = (text: string | undefined) =>
+    repeats === undefined ? withRetryNote(text, safe) : withRepeatNote(text, repeats);
   return {
     description:
       typeof description === 'function'
-        ? (options) => withRetryNote(description(options), safe)
-        : withRetryNote(description, safe),
+        ? (options) => note(description(options))
+        : note(description),
   } as Partial<Tool>;
+}
+
+/** The model's error for its input (a bad repeat argument): the AI SDK shows it `toString()`. */
+function modelError(text: string): Error {
+  const error = new Error(text);
+  Object.defineProperty(error, 'toString', { value: () => text, configurable: true });
+  return error;
+}
+
+/** How a tool takes a deliberate repeat: none for a provider tool, whose schema is the provider's. */
+function repeatsOf(name: string, tool: Tool, adapter: Adapter<ToolCallInfo>, caller: string) {
+  const repeats = adapter.repeats(name);
+  if (repeats === undefined || tool.type !== 'provider') return repeats;
+  throw new ConfigurationError({
+    option: `policies.${name}.repeatable`,
+    message: `${caller}: ${name} is a provider tool, whose input schema is the provider's; it cannot take the repeat argument. Leave out repeatable.`,
+  });
 }
 
 type NeedsApproval = Exclude<Tool['needsApproval'], boolean | undefined>;
@@ -176,6 +208,7 @@ function wrapTool(
   tool: Tool,
   adapter: Adapter<ToolCallInfo>,
   approvals: Approvals,
+  caller: string,
 ): Tool {
   const execute = tool.execute as Execute | undefined;
   if (execute === undefined) return tool; // provider-executed, or run by the client
@@ -184,16 +217,28 @@ function wrapTool(
   if (treatment === 'unsafe') return { ...tool, ...retryNote(tool, false) } as Tool;
   const policy = adapter.policy(name) as ToolPolicy | undefined;
   const { executor, markFresh } = adapter;
+  const repeats = repeatsOf(name, tool, adapter, caller);
 
-  const identify = (input: unknown, options: Options) =>
-    callOf(adapter, { toolName: name, input, options }, name, input, policy);
+  /** The tool's own args of the model's input, and the key's (with a repeat of 2 or more). */
+  const split = (input: unknown) => {
+    if (repeats === undefined) return { args: input, key: input };
+    const taken = takeRepeat(input, name, repeats);
+    if ('error' in taken) throw modelError(taken.error); // nothing ran
+    return { args: taken.args, key: keyArgs(taken.args, taken.repeat, repeats) };
+  };
+  const identify = (input: unknown, options: Options) => {
+    const { args, key } = split(input);
+    return callOf(adapter, { toolName: name, input: args, options }, name, key, policy);
+  };
   const asks = tool.needsApproval !== undefined && tool.needsApproval !== false;
   const run = (input: unknown, options: Options, emit?: (part: unknown) => void) => {
     const call = identify(input, options);
-    const fn = async (args: unknown, ctx: ExecutionContext) => {
+    const args = withoutRepeat(input, repeats); // the tool never sees the repeat argument
+    const fn = async (given: unknown, ctx: ExecutionContext) => {
       const inner = { ...options, abortSignal: mergeSignals(options.abortSignal, ctx.signal) };
       contexts.set(inner, ctx);
-      return drain(execute(args, inner), emit); // a streaming tool's final output is stored
+      // A streaming tool's final output is stored.
+      return drain(execute(repeats === undefined ? given : args, inner), emit);
     };
     return runWithApproval(
       approvals,
@@ -235,12 +280,21 @@ function wrapTool(
 
   const own = tool.toModelOutput;
   const onInputAvailable = tool.onInputAvailable;
+  const needsApproval =
+    repeats === undefined || typeof tool.needsApproval !== 'function'
+      ? tool.needsApproval
+      : (((input, options) =>
+          (tool.needsApproval as NeedsApproval)(
+            withoutRepeat(input, repeats),
+            options,
+          )) as NeedsApproval);
   return {
     ...tool,
-    ...retryNote(tool, true),
+    ...retryNote(tool, true, repeats),
+    ...(repeats === undefined ? {} : { inputSchema: withRepeatInput(tool, name, repeats, caller) }),
     execute: wrapped as Execute,
     ...(asks
-      ? { needsApproval: boundNeedsApproval(tool.needsApproval, approvals, identify, policy) }
+      ? { needsApproval: boundNeedsApproval(needsApproval, approvals, identify, policy) }
       : {}),
     // Before anything runs, out of generateText / streamText (the AI SDK does not catch here).
     onInputAvailable: async (options: Options & { input: unknown }) => {
@@ -249,15 +303,19 @@ function wrapTool(
       } catch (error) {
         if (audienceOf(error) === 'developer') throw error;
       }
-      await onInputAvailable?.(options as never);
+      await onInputAvailable?.({
+        ...options,
+        input: withoutRepeat(options.input, repeats),
+      } as never);
     },
     toModelOutput: async (part: Parameters<NonNullable<Tool['toModelOutput']>>[0]) => {
       const { output } = part;
       escapes.rethrow(output);
       const marked = typeof output === 'object' && output !== null ? marks.get(output) : undefined;
       if (own === undefined) return defaultModelOutput(output);
-      if (marked === undefined) return own(part);
-      return markModelOutput(await own({ ...part, output: marked.value }), marked.replayed);
+      const input = withoutRepeat(part.input, repeats);
+      if (marked === undefined) return own({ ...part, input });
+      return markModelOutput(await own({ ...part, input, output: marked.value }), marked.replayed);
     },
   } as Tool;
 }
@@ -268,12 +326,13 @@ function wrapSet(tools: unknown, options: unknown, caller: string): Record<strin
     set: 'the tool set you pass to generateText: { name: tool({...}) }',
     tool: 'a tool object: define it with tool({ ... })',
     transcript: (call) => transcriptOf(call.options.messages),
+    repeatable: true,
     howTo:
       "conversationId (your chat id: useChat's `id` of the request body, or ({ options }) => options.context?.chatId) or turnId (the id of the user message)",
   });
   const approvals = createApprovals(adapter.executor);
   return Object.fromEntries(
-    entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter, approvals)]),
+    entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter, approvals, caller)]),
   );
 }
 

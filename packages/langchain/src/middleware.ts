@@ -29,7 +29,11 @@ const canWrap = (tool: unknown): tool is StructuredToolInterface => {
  */
 export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOptions) {
   const caller = 'idempotentToolsMiddleware';
-  const adapter = createAdapter<CallContext>(options as never, { caller, ...turnSources });
+  const adapter = createAdapter<CallContext>(options as never, {
+    caller,
+    ...turnSources,
+    repeatable: true,
+  });
   const fixed = options.turnId !== undefined || options.conversationId !== undefined;
   /** Developer errors of tool calls in flight, by tool-call id (a middleware below may eat them). */
   const refusals = new Map<string, unknown>();
@@ -40,7 +44,7 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
     let out = cache.get(tool);
     if (out === undefined) {
       checkToolName(tool.name, caller);
-      out = wrapTool(tool, adapter, onRefusal);
+      out = wrapTool(tool, adapter, caller, onRefusal);
       cache.set(tool, out);
     }
     return out;

@@ -13,7 +13,12 @@ import { checkTool, wrapTool } from './wrap-tool.js';
 function adapterOf(tools: readonly unknown[], options: object, caller: string) {
   for (const tool of tools) checkTool(tool, caller);
   const toolNames = tools.map((tool) => (tool as ToolLike).name);
-  return createAdapter<CallContext>(options as never, { caller, toolNames, ...turnSources });
+  return createAdapter<CallContext>(options as never, {
+    caller,
+    toolNames,
+    ...turnSources,
+    repeatable: true,
+  });
 }
 
 /**
@@ -38,7 +43,7 @@ export function idempotentTool<T extends ToolLike>(tool: T, options: IdempotentT
     },
     'idempotentTool',
   );
-  return wrapTool(tool, adapter);
+  return wrapTool(tool, adapter, 'idempotentTool');
 }
 
 /**
@@ -58,5 +63,5 @@ export function idempotentTools<T extends readonly ToolLike[]>(
     });
   }
   const adapter = adapterOf(tools, options, caller);
-  return tools.map((tool) => wrapTool(tool, adapter)) as unknown as T;
+  return tools.map((tool) => wrapTool(tool, adapter, caller)) as unknown as T;
 }

@@ -1,6 +1,6 @@
 /** The adapter's public types: options, what resolver functions are given, tool metadata. */
 import type { ExecutorOptions, IdempotentResult, ToolPolicy } from '@idempotent-tools/core';
-import type { PerCall } from '@idempotent-tools/core/adapter-kit';
+import type { PerCall, RepeatablePolicy } from '@idempotent-tools/core/adapter-kit';
 import type { ToolCall } from '@langchain/core/messages';
 import type { StructuredToolInterface, ToolRunnableConfig } from '@langchain/core/tools';
 import type { InferInteropZodOutput, InteropZodType } from '@langchain/core/utils/types';
@@ -86,9 +86,10 @@ export type IdempotentToolOptions<T = ToolLike> = ExecutorOptions &
   WrapOptions & {
     /**
      * The tool's policy: `ttl`, `lease`, `businessKey`, `reconcile`, `onStale`, `isTerminalError`...
+     * and `repeatable` (deliberate repeats: the schema gets the `repeat` argument, see the README).
      * @default {} (the executor's defaults)
      */
-    policy?: ToolPolicy<ToolArgs<T>>;
+    policy?: ToolPolicy<ToolArgs<T>> & RepeatablePolicy;
     /**
      * Leave the tool unguarded (every call runs) and add the "not safe to retry" note.
      * @default false
@@ -102,10 +103,12 @@ export type IdempotentToolsOptions<T extends readonly ToolLike[] = readonly Tool
     WrapOptions & {
       /**
        * Per-tool policy, by tool name: `ttl`, `lease`, `businessKey`, `reconcile`, `onStale`,
-       * `isTerminalError`...
+       * `isTerminalError`..., `repeatable` (deliberate repeats).
        * @default {} (the executor's defaults for every tool)
        */
-      policies?: { [N in keyof ByName<T>]?: ToolPolicy<ToolArgs<ByName<T>[N]>> };
+      policies?: {
+        [N in keyof ByName<T>]?: ToolPolicy<ToolArgs<ByName<T>[N]>> & RepeatablePolicy;
+      };
       /**
        * Tools left exactly as they are (read-only tools: look-ups), by name.
        * @default []
@@ -123,7 +126,7 @@ export type IdempotentToolsOptions<T extends readonly ToolLike[] = readonly Tool
 export type IdempotentToolsMiddlewareOptions = ExecutorOptions &
   WrapOptions & {
     /** Per-tool policy, by tool name (see `idempotentTools`). @default {} */
-    policies?: Readonly<Record<string, ToolPolicy<Record<string, unknown>>>>;
+    policies?: Readonly<Record<string, ToolPolicy<Record<string, unknown>> & RepeatablePolicy>>;
     /** Tools left exactly as they are (read-only tools), by name. @default [] */
     exclude?: readonly string[];
     /** Tools not made idempotent, with the "not safe to retry" note, by name. @default [] */

@@ -9,12 +9,16 @@ import {
   audienceOf,
   drain,
   isContentBlocks,
+  keyArgs,
   markOutput,
   mergeSignals,
+  takeRepeat,
+  withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
 import type { CallbackManagerForToolRun } from '@langchain/core/callbacks/manager';
 import { isDirectToolOutput, ToolMessage } from '@langchain/core/messages';
 import type { StructuredToolInterface, ToolRunnableConfig } from '@langchain/core/tools';
+import { withRepeatArgument } from './repeat-schema.js';
 import type { CallContext, IdempotencyMetadata, ToolLike } from './types.js';
 
 const WRAPPED = Symbol.for('idempotent-tools.langchain.wrapped');
@@ -80,6 +84,7 @@ function toContent(value: unknown): ToolMessage['content'] {
 export function wrapTool<T extends ToolLike>(
   tool: T,
   adapter: Adapter<CallContext>,
+  caller: string,
   onRefusal?: (toolCallId: string, error: unknown) => void,
 ): T {
   if (isIdempotentTool(tool) || adapter.treatment(tool.name) === 'exclude') return tool;
@@ -87,13 +92,25 @@ export function wrapTool<T extends ToolLike>(
   const wrapped = Object.create(tool) as Callable;
   Object.defineProperty(wrapped, WRAPPED, { value: true });
   const unsafe = adapter.treatment(tool.name) === 'unsafe';
-  Object.defineProperty(wrapped, 'description', {
-    value: withRetryNote(tool.description, !unsafe),
-    writable: true,
-    enumerable: true,
-    configurable: true,
-  });
+  const repeats = unsafe ? undefined : adapter.repeats(tool.name);
+  const own = (name: string, value: unknown) =>
+    Object.defineProperty(wrapped, name, {
+      value,
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+  own(
+    'description',
+    repeats === undefined
+      ? withRetryNote(tool.description, !unsafe)
+      : withRepeatNote(tool.description, repeats),
+  );
   if (unsafe) return wrapped as unknown as T;
+  // The model sees, and LangChain parses the input with, the schema with the repeat argument.
+  if (repeats !== undefined) {
+    own('schema', withRepeatArgument(original.schema, tool.name, repeats, caller));
+  }
   const pair = original.responseFormat === 'content_and_artifact';
   // Our _call returns the finished ToolMessage, which `call` passes on in 'content' format only.
   wrapped.responseFormat = 'content';
@@ -124,19 +141,36 @@ export function wrapTool<T extends ToolLike>(
     let result: IdempotentResult<unknown>;
     /** What the tool returned when it ran now (a ToolMessage or Command goes out as built). */
     let fresh: unknown;
+    // A repeatable tool's repeat argument: part of the key, never of the tool's args.
+    const taken = repeats === undefined ? undefined : takeRepeat(args, toolName, repeats);
+    if (taken !== undefined && 'error' in taken) {
+      if (!toolCallId) throw new Error(taken.error);
+      const meta = { key: undefined, replayed: false, outcome: 'error', error: 'invalid_input' };
+      return reply(toolCallId, 'error', taken.error, meta as IdempotencyMetadata);
+    }
+    const toolArgs = taken === undefined ? args : taken.args;
+    const keyed =
+      taken === undefined || repeats === undefined
+        ? args
+        : keyArgs(toolArgs, taken.repeat, repeats);
     try {
       const { turnId, scope } = adapter.identify(
-        { toolName, args, toolCall, state, config },
+        { toolName, args: toolArgs, toolCall, state, config },
         toolName,
       );
       result = await adapter.executor.run(
-        { toolName, turnId, scope, args },
+        { toolName, turnId, scope, args: keyed },
         async (runArgs, exec) => {
-          const out = original._call.call(tool, runArgs, runManager, {
-            ...config,
-            signal: mergeSignals(config.signal, exec.signal),
-            configurable: { ...config.configurable, [KEY_FIELD]: exec.key },
-          });
+          const out = original._call.call(
+            tool,
+            taken === undefined ? runArgs : toolArgs,
+            runManager,
+            {
+              ...config,
+              signal: mergeSignals(config.signal, exec.signal),
+              configurable: { ...config.configurable, [KEY_FIELD]: exec.key },
+            },
+          );
           fresh = await drain(await out, (part) => runManager?.handleToolEvent?.(part), 'return');
           return fresh;
         },

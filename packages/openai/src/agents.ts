@@ -19,9 +19,14 @@ import {
   createAdapter,
   createTurnLinks,
   errorText,
+  keyArgs,
   NotAnOutcome,
+  type RepeatablePolicy,
   runCall,
   type TurnLinks,
+  takeRepeat,
+  withRepeatNote,
+  withRepeatProperty,
 } from '@idempotent-tools/core/adapter-kit';
 import type { Agent, FunctionTool, Model, ModelRequest, RunContext, Tool } from '@openai/agents';
 import { markParts } from './parts.js';
@@ -117,6 +122,7 @@ function adapterFor(
       caller,
       toolNames,
       options: ['isErrorOutput'],
+      repeatable: true,
       howTo:
         'conversationId (your chat id: run(agent, input, { context: { conversationId } }) or the conversationId option) or turnId (run(agent, input, { context: { turnId } }))',
       turn: (c) => fromContext(c, 'turnId') ?? ('turn' in c.anchor ? c.anchor.turn : undefined),
@@ -145,12 +151,31 @@ function wrapOne<T extends AnyFunctionTool>(
   isErrorOutput: (output: unknown) => boolean = (output) => output === AGENTS_DEFAULT_ERROR_OUTPUT,
 ): T {
   const original = tool.invoke;
-  const invoke: FunctionTool['invoke'] = async (runContext, input, details) => {
+  const repeats = adapter.repeats(tool.name);
+  const invoke: FunctionTool['invoke'] = async (runContext, given, givenDetails) => {
+    let input = given;
+    let details = givenDetails;
     let args: unknown;
     try {
       args = JSON.parse(input === '' ? '{}' : input);
     } catch {
       return original(runContext as never, input, details); // nothing runs: the SDK's input error
+    }
+    /** The key's args: with the repeat of a repeatable tool, which the tool itself never sees. */
+    let key = args;
+    if (repeats !== undefined) {
+      const taken = takeRepeat(args, tool.name, repeats);
+      if ('error' in taken) return taken.error; // the model's error: nothing ran
+      if (taken.args !== args) {
+        args = taken.args;
+        input = JSON.stringify(args);
+        const toolCall = details?.toolCall;
+        details = {
+          ...details,
+          ...(toolCall ? { toolCall: { ...toolCall, arguments: input } } : {}),
+        };
+      }
+      key = keyArgs(args, taken.repeat, repeats);
     }
     const callId = details?.toolCall?.callId;
     const anchor =
@@ -170,7 +195,7 @@ function wrapOne<T extends AnyFunctionTool>(
       const policy = adapter.policy(tool.name) as ToolPolicy | undefined;
       const refused = await approvedCall(
         approvals,
-        { toolName: tool.name, turnId: id.turnId, scope: id.scope, args },
+        { toolName: tool.name, turnId: id.turnId, scope: id.scope, args: key },
         policy,
         callId,
       );
@@ -178,7 +203,7 @@ function wrapOne<T extends AnyFunctionTool>(
     }
     const ran = await runCall(
       adapter,
-      { toolName: tool.name, turnId: id.turnId, scope: id.scope, args },
+      { toolName: tool.name, turnId: id.turnId, scope: id.scope, args: key },
       async () => {
         const output = await original(runContext as never, input, details);
         if (isErrorOutput(output)) throw new NotAnOutcome(output);
@@ -190,7 +215,26 @@ function wrapOne<T extends AnyFunctionTool>(
     return ran.output;
   };
   const copy = Object.create(Object.getPrototypeOf(tool), Object.getOwnPropertyDescriptors(tool));
-  return Object.assign(copy, { invoke, description: withRetryNote(tool.description) }) as T;
+  if (repeats === undefined) {
+    return Object.assign(copy, { invoke, description: withRetryNote(tool.description) }) as T;
+  }
+  // The model sees the repeat argument (required and nullable in strict mode, as the SDK's
+  // strict schemas want); a conditional approval policy reads the tool's own input.
+  const own = tool.needsApproval as unknown as (...a: unknown[]) => Promise<boolean>;
+  const dynamic = typeof own === 'function' && own.length > 0;
+  return Object.assign(copy, {
+    invoke,
+    description: withRepeatNote(tool.description, repeats),
+    parameters: withRepeatProperty(tool.parameters, tool.name, repeats, caller, tool.strict),
+    ...(dynamic
+      ? {
+          needsApproval: (runContext: unknown, input: unknown, callId?: string) => {
+            const taken = takeRepeat(input, tool.name, repeats);
+            return own(runContext, 'error' in taken ? input : taken.args, callId);
+          },
+        }
+      : {}),
+  }) as T;
 }
 
 /**
@@ -202,8 +246,8 @@ export function wrapFunctionTool<T extends AnyFunctionTool>(
   idempotency: Idempotency,
   tool: T,
   options: AgentToolOptions & {
-    /** ttl, lease, businessKey, reconcile, onStale, ... @default {} */
-    policy?: ToolPolicy<never, unknown>;
+    /** ttl, lease, businessKey, reconcile, onStale, ..., repeatable @default {} */
+    policy?: ToolPolicy<never, unknown> & RepeatablePolicy;
   } = {},
 ): T {
   if (tool?.type !== 'function' || typeof tool.invoke !== 'function' || !tool.name) {
@@ -286,8 +330,8 @@ export function wrapAgentTools<A extends Agent<any, any>>(
   idempotency: Idempotency,
   agent: A,
   options: AgentToolOptions & {
-    /** Per-tool policy, by tool name. @default {} */
-    policies?: Record<string, ToolPolicy<never, unknown>>;
+    /** Per-tool policy, by tool name (`repeatable`: deliberate repeats, see the README). @default {} */
+    policies?: Record<string, ToolPolicy<never, unknown> & RepeatablePolicy>;
     /** Read-only tools, left as they are. @default [] */
     exclude?: readonly string[];
     /** Tools not safe to retry: not wrapped, their description gets the unsafe note. @default [] */
