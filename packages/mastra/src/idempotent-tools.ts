@@ -15,16 +15,21 @@ import {
   createEscapes,
   createToolSetAdapter,
   type PerCall as KitPerCall,
+  keyArgs,
   mergeSignals,
   NotAnOutcome,
   type OneToolOptions,
   oneToolOptions,
+  type RepeatablePolicy,
   runCall,
   type ToolSetOptions,
   type TranscriptEntry,
+  takeRepeat,
+  withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
 import { type Tool, validateToolInput } from '@mastra/core/tools';
 import { passedApproval, pinApproval, TOOL_APPROVAL, type ToolApproval } from './approvals.js';
+import { gateWithoutRepeat, repeatableFields } from './repeat-schema.js';
 
 /** A Mastra tool, as `createTool` makes it (or any `ToolAction`). */
 // biome-ignore lint/suspicious/noExplicitAny: a tool of any input, output and context types
@@ -45,7 +50,7 @@ type Context = Record<string, unknown> & {
 /** One tool call as Mastra runs it: what `turnId`, `conversationId` and `scope` functions get. */
 export interface ToolCallInfo {
   toolName: string;
-  /** The tool input, validated by the tool's `inputSchema`. */
+  /** The tool input, validated by the tool's `inputSchema` (without the repeat argument). */
   input: unknown;
   /**
    * The execution context Mastra handed the tool: `requestContext`, `agent` (`threadId`,
@@ -69,13 +74,19 @@ export type PolicyOf<T> = T extends {
 type WrapOptions = ExecutorOptions &
   Pick<AdapterOptions<ToolCallInfo>, 'turnId' | 'conversationId' | 'scope' | 'markFresh'>;
 
-/** Options of `idempotentTools(tools, options)`. */
+/**
+ * Options of `idempotentTools(tools, options)`. A policy may say `repeatable` (deliberate
+ * repeats: the tool's `inputSchema` gets the `repeat` argument, see the README).
+ */
 export type IdempotentToolsOptions<TOOLS extends Record<string, AnyTool>> = WrapOptions &
-  ToolSetOptions<keyof TOOLS & string, { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> }>;
+  ToolSetOptions<
+    keyof TOOLS & string,
+    { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> & RepeatablePolicy }
+  >;
 
 /** Options of `idempotentTool(tool, options)`. */
 export type IdempotentToolOptions<TOOL extends AnyTool> = WrapOptions &
-  OneToolOptions<PolicyOf<TOOL>>;
+  OneToolOptions<PolicyOf<TOOL> & RepeatablePolicy>;
 
 const CONTEXT = Symbol.for('idempotent-tools.mastra.context');
 /** Developer errors of calls (nothing ran): the wrapped `toModelOutput` throws them. */
@@ -125,6 +136,7 @@ function wrapTool(
   tool: AnyTool,
   adapter: Adapter<ToolCallInfo>,
   approvals: Approvals,
+  caller: string,
 ): AnyTool {
   const execute = tool.execute;
   const treatment = adapter.treatment(name);
@@ -134,15 +146,28 @@ function wrapTool(
   if (treatment === 'unsafe') return copy({ description: withRetryNote(tool.description, false) });
   const policy = adapter.policy(name) as ToolPolicy | undefined;
   const own = tool.toModelOutput;
+  const repeats = adapter.repeats(name);
+  // The tool's own gates never see the repeat argument (Mastra hands them the model's input).
+  const requireApproval = gateWithoutRepeat(tool.requireApproval, repeats);
 
-  /** The call as the executor keys it, or what to return when it cannot run (nothing ran). */
+  /**
+   * The call as the executor keys it (`key`: the tool's args, with a repeat of 2 or more) and the
+   * tool's args, or what to return when it cannot run (nothing ran).
+   */
   const identify = async (input: unknown, context: Context) => {
     let args = input;
+    let repeat = 1;
+    if (repeats !== undefined) {
+      const taken = takeRepeat(input, name, repeats);
+      if ('error' in taken) return { refused: taken.error, invalid: true };
+      ({ args, repeat } = taken);
+    }
     if ((context?.agent?.resumeData ?? context?.resumeData) == null) {
-      const checked = validateToolInput(tool.inputSchema as never, input, name);
+      const checked = validateToolInput(tool.inputSchema as never, args, name);
       if (checked.error) return { refused: checked.error, invalid: true };
       args = checked.data;
     }
+    const key = repeats === undefined ? args : keyArgs(args, repeat, repeats);
     try {
       const info = {
         toolName: name,
@@ -150,8 +175,8 @@ function wrapTool(
         context,
         history: await historyOf(context ?? {}),
       };
-      const { turnId, scope } = callOf(adapter, info, name, args, policy);
-      return { call: { toolName: name, turnId, scope }, args };
+      const { turnId, scope } = callOf(adapter, info, name, key, policy);
+      return { call: { toolName: name, turnId, scope, args: key }, args };
     } catch (error) {
       return { refused: escapes.escape(error), error };
     }
@@ -162,16 +187,19 @@ function wrapTool(
     if ('refused' in identified) return identified.refused; // nothing ran
     const { call, args } = identified;
     const resuming = (context?.agent?.resumeData ?? context?.resumeData) != null;
-    if (!resuming && (await passedApproval(tool.requireApproval, name, args, context))) {
-      // Approved by Mastra's gate (which gives the gate no call id): pin it to this call here.
+    // The gate as Mastra asked it: the tool's without the repeat argument, the run's with it.
+    const gated = repeats === undefined ? args : { ...(input as object), ...(args as object) };
+    if (!resuming && (await passedApproval(requireApproval, name, gated, context))) {
+      // Approved by Mastra's gate (which gives the gate no call id): pin it to this call here
+      // (the approval is of the key's args: `repeat: 2` is approved on its own).
       const toolCallId = context.agent?.toolCallId ?? '';
-      const refused = await pinApproval(approvals, { ...call, args }, policy, toolCallId).catch(
+      const refused = await pinApproval(approvals, call, policy, toolCallId).catch(
         (error: unknown) => ({ developer: error }),
       );
       if (typeof refused === 'string') return refused; // nothing ran: the model reads why
       if (refused !== undefined) return escapes.escape(refused.developer);
     }
-    const result = await runCall(adapter as Adapter<never>, { ...call, args }, async (a, ctx) => {
+    const result = await runCall(adapter as Adapter<never>, call, async (a, ctx) => {
       let suspended = false;
       const flag = (on: Part | undefined) => {
         const fn = on?.suspend as ((...s: unknown[]) => unknown) | undefined;
@@ -188,7 +216,8 @@ function wrapTool(
         [CONTEXT]: ctx,
         abortSignal: mergeSignals(context?.abortSignal, ctx.signal),
       };
-      const value = await execute(a, inner as never);
+      // The tool never sees the repeat argument (the key's args have it from repeat 2 on).
+      const value = await execute(repeats === undefined ? a : args, inner as never);
       // A suspended call (it waits for resumeData) is not the call's outcome: never replayed.
       if (suspended) throw new NotAnOutcome(value);
       return value;
@@ -209,14 +238,17 @@ function wrapTool(
           message: `The suspended call of ${name} has arguments its inputSchema refuses: Mastra will not run it. Nothing was decided.`,
         });
       }
-      const { call, args } = identified;
-      return approvals.requestApproval({ ...call, args }, { policy, ref });
+      return approvals.requestApproval(identified.call, { policy, ref });
     },
   };
   return copy({
     [TOOL_APPROVAL]: approval,
-    description: withRetryNote(tool.description, true),
+    description:
+      repeats === undefined
+        ? withRetryNote(tool.description, true)
+        : withRepeatNote(tool.description, repeats),
     execute: wrapped,
+    ...(repeats === undefined ? {} : repeatableFields(tool, name, repeats, caller)),
     toModelOutput: async (output: unknown) => {
       escapes.rethrow(output);
       return own === undefined ? undefined : own(output);
@@ -237,12 +269,13 @@ function wrapSet(tools: unknown, options: unknown, caller: string): Record<strin
     },
     transcript: ({ context, history }) =>
       [...history, ...(context?.agent?.messages ?? [])].map(entryOf),
+    repeatable: true,
     howTo:
       "a memory thread (agent.generate(prompt, { memory: { thread, resource } })), conversationId (your chat id, e.g. ({ context }) => context.requestContext.get('chatId')) or turnId (the id of the user message)",
   });
   const approvals = createApprovals(adapter.executor);
   return Object.fromEntries(
-    entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter, approvals)]),
+    entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter, approvals, caller)]),
   );
 }
 
