@@ -26,6 +26,22 @@ test('offline: dropped and cut replies, a parallel duplicate, retried turns, two
   expect(result.transcript.join('\n')).toMatch(/tool -> \{.*"replayed":true\}/);
 }, 30_000);
 
+test('offline: a repeatable tool, retried and repeated on purpose (repeat: 2)', async () => {
+  const result = await run();
+  // Dan's model: the reminder, its retry (replayed), repeat: 2 (sent), its retry (replayed).
+  expect(result.reminders).toBe(2);
+  expect(result.remindersReplayed).toBe(2);
+  expect(problems(result)).toEqual([]);
+  const transcript = result.transcript.join('\n');
+  // The model was told how to repeat on purpose, and asked for it with `repeat: 2`.
+  expect(transcript).toContain('To do it again on purpose, pass repeat: 2 (3, ...).');
+  expect(transcript).toContain('send_reminder({"to":"eve","about":"the 3pm review","repeat":2})');
+  expect(transcript.match(/side effect: reminder \d sent to eve/g)).toEqual([
+    'side effect: reminder 1 sent to eve',
+    'side effect: reminder 2 sent to eve',
+  ]);
+}, 30_000);
+
 /**
  * The transcript with the data folder and the call ids (random, from the scripted server)
  * normalised: each id becomes call_<n>, n its order of first appearance, so the test still sees
@@ -65,6 +81,20 @@ test('the transcript is the same, line for line, on every run', async () => {
       '  network: terminated (other side closed) -> the app runs the agent again (attempt 2)',
     ].join('\n'),
   );
+  expect(first).toContain(
+    [
+      '  model: send_reminder({"to":"eve","about":"the 3pm review"}) [call_9]',
+      '    side effect: reminder 1 sent to eve (from dan)',
+      '  tool -> {"reminder":1,"to":"eve"} [call_9]',
+      '  model: send_reminder({"to":"eve","about":"the 3pm review"}) [call_10]',
+      '  tool -> {"reminder":1,"to":"eve","replayed":true} [call_10]',
+      '  model: send_reminder({"to":"eve","about":"the 3pm review","repeat":2}) [call_11]',
+      '    side effect: reminder 2 sent to eve (from dan)',
+      '  tool -> {"reminder":2,"to":"eve"} [call_11]',
+      '  model: send_reminder({"to":"eve","about":"the 3pm review","repeat":2}) [call_12]',
+      '  tool -> {"reminder":2,"to":"eve","replayed":true} [call_12]',
+    ].join('\n'),
+  );
 }, 60_000);
 
 test("npm start's check fails on a ticket opened twice, missing, or for someone else", () => {
@@ -76,5 +106,15 @@ test("npm start's check fails on a ticket opened twice, missing, or for someone 
   expect(problems({ ticketsBy: { ann: 2, bob: 1, cy: 1, eve: 1 } })).toEqual([
     'ticket for ann: 2, expected 1',
     'ticket for eve: 1, expected 0',
+  ]);
+  // Dan's reminders (offline): a retry sent again, or repeat: 2 replayed instead of sent.
+  const tickets = { ann: 1, bob: 1, cy: 1 };
+  expect(problems({ ticketsBy: tickets, reminders: 2 })).toEqual([]);
+  expect(problems({ ticketsBy: tickets, reminders: undefined })).toEqual([]); // live: not run
+  expect(problems({ ticketsBy: tickets, reminders: 3 })).toEqual([
+    'reminders for dan: 3, expected 2 (one, then repeat: 2)',
+  ]);
+  expect(problems({ ticketsBy: tickets, reminders: 1 })).toEqual([
+    'reminders for dan: 1, expected 2 (one, then repeat: 2)',
   ]);
 });

@@ -10,6 +10,8 @@
  * Part 2: the Agents SDK with `wrapAgentTools` (Cy). Offline by default; the real API when
  * OPENAI_API_KEY is set (then the lost answer is simulated by the app, since a real network
  * cannot be made to fail on cue).
+ * Part 3 (offline only): deliberate repeats. `send_reminder` is `repeatable`: the model's retry
+ * of a call is replayed, `repeat: 2` sends a second reminder on purpose, its retry is replayed.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -18,9 +20,14 @@ import {
   createIdempotency,
   createToolDispatcher,
   type Idempotency,
+  type ToolDispatcher,
 } from '@idempotent-tools/openai';
 import { wrapAgentTools } from '@idempotent-tools/openai/agents';
-import { type ModelTurn, startScriptedServer } from '@idempotent-tools/openai/testing';
+import {
+  type ModelTurn,
+  type ScriptedReply,
+  startScriptedServer,
+} from '@idempotent-tools/openai/testing';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
 import OpenAI from 'openai';
@@ -36,19 +43,31 @@ const ticketArgs = z.object({
 });
 type TicketArgs = z.infer<typeof ticketArgs>;
 
-/** The side effect: a ticket system with no idempotency of its own. */
+const reminderArgs = z.object({
+  to: z.string().min(1).describe('Who to remind'),
+  about: z.string().min(1).describe('What to remind them of'),
+});
+type ReminderArgs = z.infer<typeof reminderArgs>;
+
+/**
+ * The side effects, with no idempotency of their own: tickets, and reminders (each send is one
+ * more message in someone's inbox). `effects` holds their transcript lines, in order.
+ */
 class TicketSystem {
   readonly tickets: Array<{ id: string; title: string; requester: string }> = [];
+  readonly reminders: Array<{ to: string; about: string; requester: string }> = [];
+  readonly effects: string[] = [];
   create(args: TicketArgs, requester: string) {
     const ticket = { id: `T-${this.tickets.length + 1}`, title: args.title, requester };
     this.tickets.push(ticket);
+    this.effects.push(`    side effect: ticket ${ticket.id} opened for ${requester}`);
     return { ticket: ticket.id, title: args.title, priority: args.priority };
   }
-  /** The transcript lines of the tickets opened since `since` (a count of tickets). */
-  openedSince(since: number): string[] {
-    return this.tickets
-      .slice(since)
-      .map((t) => `    side effect: ticket ${t.id} opened for ${t.requester}`);
+  remind(args: ReminderArgs, requester: string) {
+    this.reminders.push({ ...args, requester });
+    const n = this.reminders.length;
+    this.effects.push(`    side effect: reminder ${n} sent to ${args.to} (from ${requester})`);
+    return { reminder: n, to: args.to };
   }
 }
 
@@ -59,13 +78,36 @@ interface Chat {
 }
 
 /** The scripted model of the offline run: two identical calls (a parallel duplicate) for chat. */
-function scriptedModel(turn: ModelTurn) {
+function scriptedModel(turn: ModelTurn): ScriptedReply {
+  if (offered(turn).includes('send_reminder')) return reminderModel(turn);
   if (turn.toolOutputs.length === 0) {
     const call = { name: 'create_ticket', arguments: { title: turn.userText, priority: 'high' } };
     return { toolCalls: turn.api === 'chat' ? [call, call] : [call] };
   }
   const { ticket } = JSON.parse(turn.toolOutputs[0] ?? '{}') as { ticket?: string };
   return { content: `Ticket ${ticket} is open; the team is on it.` };
+}
+
+/** The names of the tools a request offers the model (Chat Completions or Responses). */
+const offered = (turn: ModelTurn) =>
+  ((turn.body.tools ?? []) as Array<{ name?: string; function?: { name?: string } }>).map(
+    (t) => t.function?.name ?? t.name,
+  );
+
+/**
+ * Dan's model (part 3), one call per step: the reminder, the same call again (a retry, as a model
+ * does when unsure the first went through), then the reminder once more on purpose (`repeat: 2`,
+ * as the tool's description tells it), and that call again too (a retry of the repeat).
+ */
+function reminderModel(turn: ModelTurn): ScriptedReply {
+  const args = { to: 'eve', about: 'the 3pm review' };
+  const remind = (repeat?: number) => ({
+    toolCalls: [{ name: 'send_reminder', arguments: repeat ? { ...args, repeat } : args }],
+  });
+  const step = turn.toolOutputs.length;
+  if (step < 2) return remind();
+  if (step < 4) return remind(2);
+  return { content: 'Eve got two reminders of the 3pm review.' };
 }
 
 const errorText = (error: unknown) =>
@@ -133,6 +175,10 @@ export async function main(options: MainOptions = {}) {
   const countReplays = (output: string) => {
     if (output.includes('"replayed":true')) replayed++;
   };
+  let remindersReplayed = 0;
+  const countReminderReplays = (output: string) => {
+    if (output.includes('"replayed":true')) remindersReplayed++;
+  };
 
   print(
     `OpenAI function calling over a flaky network (${live ? `real API, ${model}` : 'offline: a scripted OpenAI-compatible server on 127.0.0.1'})`,
@@ -147,6 +193,14 @@ export async function main(options: MainOptions = {}) {
     await chatCompletions(chat, { id: 'chat-bob-1', user: 'bob' }, prompt, false);
     print('\n2. Agents SDK + wrapAgentTools');
     await agentsSdk(chat, { id: 'chat-cy-1', user: 'cy' }, live);
+    print('\n3. Deliberate repeats: send_reminder is repeatable');
+    if (live) {
+      print('  offline only: a real model retries and repeats when it decides to, not on cue');
+    } else {
+      const remind = { ...chat, countReplays: countReminderReplays };
+      const dan = { id: 'chat-dan-1', user: 'dan' };
+      await chatCompletions(remind, dan, 'Remind Eve of the 3pm review, twice', false, reminders);
+    }
   } finally {
     store.close();
     await server?.close();
@@ -156,18 +210,39 @@ export async function main(options: MainOptions = {}) {
   print(
     `\n${system.tickets.length} ticket(s) opened for 3 requests of 3 users; ${replayed} repeated call(s) replayed; ${duplicates} duplicate(s).`,
   );
+  // Offline, Dan asked for two reminders: the model's retries replayed, `repeat: 2` sent the second.
+  const sent = live ? undefined : system.reminders.length;
+  if (sent !== undefined) {
+    print(
+      `${sent} reminder(s) sent of the 2 Dan asked for (the second on purpose: repeat: 2); ${remindersReplayed} retried call(s) replayed.`,
+    );
+  }
   const users = system.tickets.map((t) => t.requester);
   const ticketsBy: Record<string, number> = {};
   for (const user of users) ticketsBy[user] = (ticketsBy[user] ?? 0) + 1;
-  return { sideEffects: system.tickets.length, duplicates, replayed, users, ticketsBy, transcript };
+  return {
+    sideEffects: system.tickets.length,
+    duplicates,
+    replayed,
+    users,
+    ticketsBy,
+    reminders: sent,
+    remindersReplayed,
+    transcript,
+  };
 }
 
 /**
  * What `npm start` (and the root `pnpm demo`, through it) checks: one ticket each for Ann, Bob
  * and Cy. A ticket opened twice, one that is missing (Bob handed Ann's ticket, replayed, has
- * none of his own) or one for someone else is a problem; `[]` when all is well.
+ * none of his own) or one for someone else is a problem; `[]` when all is well. Offline also two
+ * reminders for Dan (`reminders`; `undefined`: part 3 did not run): a retry that sent one again
+ * is a problem, and so is a `repeat: 2` replayed instead of sent.
  */
-export function problems(result: { ticketsBy: Record<string, number> }): string[] {
+export function problems(result: {
+  ticketsBy: Record<string, number>;
+  reminders?: number | undefined;
+}): string[] {
   const expected: Record<string, number> = { ann: 1, bob: 1, cy: 1 };
   const found: string[] = [];
   for (const who of Object.keys({ ...expected, ...result.ticketsBy })) {
@@ -176,6 +251,9 @@ export function problems(result: { ticketsBy: Record<string, number> }): string[
     if (got > want) found.push(`ticket for ${who}: ${got}, expected ${want}`);
     else if (got < want)
       found.push(`ticket for ${who} is missing (or was replayed from another user's)`);
+  }
+  if (result.reminders !== undefined && result.reminders !== 2) {
+    found.push(`reminders for dan: ${result.reminders}, expected 2 (one, then repeat: 2)`);
   }
   return found;
 }
@@ -189,8 +267,17 @@ interface App {
   countReplays: (output: string) => void;
 }
 
-async function chatCompletions(app: App, chat: Chat, prompt: string, live: boolean) {
-  const { openai, model, idempotency, system, print, countReplays } = app;
+/** The tools of a chat: the dispatcher over them, their definitions as the model sees them. */
+interface Desk {
+  instructions: string;
+  tools: ToolDispatcher;
+  definitions: ChatCompletionFunctionTool[];
+  /** What the model is told that is worth printing. */
+  note?: string;
+}
+
+/** Parts 1 and 2: `create_ticket`, the retry notes in its description. */
+function helpdesk({ idempotency, system }: App, chat: Chat): Desk {
   const tools = createToolDispatcher(idempotency, {
     create_ticket: {
       schema: ticketArgs,
@@ -207,16 +294,60 @@ async function chatCompletions(app: App, chat: Chat, prompt: string, live: boole
       },
     },
   ]);
+  const instructions = 'You are a helpdesk agent. Open a ticket for every problem.';
+  return { instructions, tools, definitions };
+}
+
+/**
+ * Part 3: `send_reminder`, repeatable. `describe` adds an optional `repeat` integer to its
+ * parameters and says in its description how to use it; the tool never sees `repeat`.
+ */
+function reminders({ idempotency, system }: App, chat: Chat): Desk {
+  const tools = createToolDispatcher(
+    idempotency,
+    {
+      send_reminder: {
+        schema: reminderArgs,
+        execute: (args: ReminderArgs) => system.remind(args, chat.user),
+      },
+    },
+    { policies: { send_reminder: { repeatable: true } } },
+  );
+  const definitions: ChatCompletionFunctionTool[] = tools.describe([
+    {
+      type: 'function',
+      function: {
+        name: 'send_reminder',
+        description: 'Send someone a reminder.',
+        parameters: z.toJSONSchema(reminderArgs) as Record<string, unknown>,
+      },
+    },
+  ]);
+  const told = definitions[0]?.function.description?.match(/Calling this tool again.*$/s)?.[0];
+  const instructions = 'You are an assistant. Send the reminders the user asks for.';
+  return { instructions, tools, definitions, ...(told ? { note: told } : {}) };
+}
+
+async function chatCompletions(
+  app: App,
+  chat: Chat,
+  prompt: string,
+  live: boolean,
+  desk: (app: App, chat: Chat) => Desk = helpdesk,
+) {
+  const { openai, model, system, print, countReplays } = app;
+  const { instructions, tools, definitions, note } = desk(app, chat);
   const history: ChatCompletionMessageParam[] = [
-    { role: 'system', content: 'You are a helpdesk agent. Open a ticket for every problem.' },
+    { role: 'system', content: instructions },
     { role: 'user', content: prompt },
   ];
   print(`  ${chat.user} (${chat.id}): ${prompt}`);
+  if (note !== undefined) print(`  (the model is told: "${note}")`);
   let loseAnswer = live; // with the real API the app simulates the lost answer once
   for (let attempt = 1; attempt <= 3; attempt++) {
     const messages = [...history]; // the app saved the user message only: the turn restarts
     try {
-      for (let step = 0; step < 5; step++) {
+      for (let step = 0; step < 6; step++) {
         if (step > 0 && loseAnswer) {
           loseAnswer = false;
           throw new Error('simulated: the answer was lost on the way');
@@ -239,10 +370,10 @@ async function chatCompletions(app: App, chat: Chat, prompt: string, live: boole
         }
         // The calls of one message run in parallel: their side effects, then their results in
         // the order of the calls, once all are done (a transcript in the same order every run).
-        const before = system.tickets.length;
+        const before = system.effects.length;
         // The chat id tells this conversation from every other one with the same words.
         const outputs = await tools.runChat(message, { messages, conversationId: chat.id });
-        for (const line of system.openedSince(before)) print(line);
+        for (const line of system.effects.slice(before)) print(line);
         for (const out of outputs) {
           print(`  tool -> ${out.content} [${out.tool_call_id}]`);
           countReplays(out.content as string);
@@ -291,16 +422,16 @@ async function agentsSdk(app: App, chat: Chat, live: boolean) {
   });
   const flush = () => {
     for (const c of calls) print(`  model: ${c.call}`);
-    for (const line of system.openedSince(before)) print(line);
+    for (const line of system.effects.slice(before)) print(line);
     for (const c of calls) if (c.output !== undefined) print(`  tool -> ${c.output}`);
     calls = [];
-    before = system.tickets.length;
+    before = system.effects.length;
   };
   const input = 'The VPN drops every five minutes';
   print(`  ${chat.user} (${chat.id}): ${input}`);
   let loseAnswer = live;
   for (let attempt = 1; attempt <= 3; attempt++) {
-    before = system.tickets.length;
+    before = system.effects.length;
     try {
       // The chat id travels in the run context (and in a saved RunState, for approvals).
       const result = await run(agent, input, {
