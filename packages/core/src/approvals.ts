@@ -21,7 +21,6 @@ import {
   ApprovalPendingError,
   ApprovalRejectedError,
 } from './approvals-errors.js';
-import { sha256 } from './canonicalize.js';
 import {
   DriftError,
   InProgressError,
@@ -153,10 +152,6 @@ interface StoredDecision {
 }
 
 const CELL_LEASE = 10_000;
-const VERDICT_FINGERPRINT = {
-  approved: sha256('["idempotent-tools/approval-decision","approved"]'),
-  rejected: sha256('["idempotent-tools/approval-decision","rejected"]'),
-} as const;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -313,8 +308,17 @@ export function createApprovals(
 
   const derived = (toolName: string, scope: string | undefined, identity: unknown) =>
     idempotency.keyOf({ toolName, scope, args: {} }, { businessKey: () => identity }).key;
-  const decisionKeyOf = (key: string, scope: string | undefined) =>
-    derived(APPROVAL_TOOL_NAMES.decision, scope, key);
+  /**
+   * The decision's key: of this request (its args fingerprint and when it was made), not only of
+   * the approval key. With a business key, args B asked for after the request of args A expired
+   * share A's approval key; A's decision, which may outlive A's request, is not theirs.
+   */
+  const decisionKeyOf = (key: string, request: StoredRequest, record: IdempotencyRecord) =>
+    derived(APPROVAL_TOOL_NAMES.decision, request.scope, [
+      key,
+      request.fingerprint,
+      record.createdAt,
+    ]);
 
   function identify<Args>(call: Call<Args>, policy: RequestApprovalOptions<Args>['policy']) {
     const { key: callKey, fingerprint } = idempotency.keyOf(
@@ -362,8 +366,8 @@ export function createApprovals(
     return undefined;
   }
 
-  async function readDecision(key: string, scope: string | undefined) {
-    const decisionKey = decisionKeyOf(key, scope);
+  async function readDecision(key: string, request: StoredRequest, requested: IdempotencyRecord) {
+    const decisionKey = decisionKeyOf(key, request, requested);
     const record = await store.get(decisionKey);
     if (record === undefined || record.state === 'in_progress') return undefined;
     return parse<StoredDecision>(decisionKey, record.outcome, 'decision');
@@ -373,7 +377,7 @@ export function createApprovals(
     checkText('key', key, 256);
     const found = await readRequest(key);
     if (found === undefined) return undefined;
-    const decision = await readDecision(key, found.request.scope);
+    const decision = await readDecision(key, found.request, found.record);
     return approvalOf(key, found.record, found.request, decision);
   }
 
@@ -420,7 +424,8 @@ export function createApprovals(
       });
     }
     const stored = parse<StoredRequest>(key, cell.record.outcome, 'request');
-    const decision = cell.status === 'created' ? undefined : await readDecision(key, call.scope);
+    const decision =
+      cell.status === 'created' ? undefined : await readDecision(key, stored, cell.record);
     return approvalOf(key, cell.record, stored, decision);
   }
 
@@ -447,12 +452,15 @@ export function createApprovals(
       });
     }
     const { request, record } = found;
-    const decisionKey = decisionKeyOf(key, request.scope);
+    const decisionKey = decisionKeyOf(key, request, record);
+    // Write-once: the first decision stays. Its fingerprint is the request's (one per request),
+    // so a writer that died between its claim and its complete is taken over (stale) whatever it
+    // was deciding, and nothing is stuck.
     const cell = await putOnce(
       store,
       {
         key: decisionKey,
-        fingerprint: VERDICT_FINGERPRINT[status],
+        fingerprint: request.fingerprint,
         ttlMs: request.ttl,
         meta: metaOf(APPROVAL_TOOL_NAMES.decision, request.scope, request.turnId),
       },
@@ -462,14 +470,15 @@ export function createApprovals(
         return JSON.stringify({ decision });
       },
     );
-    if (cell.status === 'drift') {
-      // Decided the other way first: read that decision to say who made it.
-      const other = status === 'approved' ? 'rejected' : 'approved';
-      const stored = (await readDecision(key, request.scope)) ?? { status: other, by: '', at: 0 };
-      const standing = approvalOf(key, record, request, stored);
-      throw new ApprovalConflictError({ approval: standing, attempted: status });
-    }
+    if (cell.status === 'drift') throw corrupt(decisionKey);
     const decision = parse<StoredDecision>(decisionKey, cell.record.outcome, 'decision');
+    if (decision.status !== status) {
+      // Decided the other way first: that decision stands.
+      throw new ApprovalConflictError({
+        approval: approvalOf(key, record, request, decision),
+        attempted: status,
+      });
+    }
     return approvalOf(key, record, request, decision);
   }
 

@@ -176,6 +176,9 @@ export function schemaHasProperty(schema: unknown, name: string): boolean | unde
   } catch {
     // a schema that cannot be converted: not known
   }
+  // A compiled validator that keeps its JSON Schema (ajv's `validate.schema`).
+  const compiled = (schema as { schema?: { properties?: unknown } }).schema;
+  if (isPlainObject(compiled?.properties)) return Object.hasOwn(compiled.properties, name);
   return undefined;
 }
 

@@ -75,7 +75,9 @@ class HeldLease implements Lease {
     this.#margin = leaseMargin(leaseMs);
     this.#every = Math.max(1, Math.floor(leaseMs / 3));
     this.#ownedUntil = securedAt + leaseMs - this.#margin;
-    this.#nextRenewal = now() + this.#every;
+    // Counted from when the claim was sent, like the lease: a claim whose reply was slow is
+    // renewed at once rather than a third of a lease after its reply (by then it could be lost).
+    this.#nextRenewal = securedAt + this.#every;
     this.#arm();
   }
 

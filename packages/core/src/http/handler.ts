@@ -388,6 +388,15 @@ export function idempotentHandler<R extends Request = Request, Rest extends unkn
     ...(waitTimeout === undefined ? {} : { waitTimeout }),
     // Always set, so the published expiry is this one whatever the executor's default.
     ttl: options.ttl ?? DEFAULTS.ttl,
+    // Pinned whatever the given executor's defaults (they may suit its tools, not this handler):
+    // a store outage refuses the request (never runs it unguarded), a request whose server died
+    // mid-way is outcome-unknown (never run again), the handler's own errors decide by what it
+    // sent, and a response that cannot be read after the handler returned is kept as a failure.
+    onStoreUnavailable: 'fail-closed',
+    onStale: 'outcome-unknown',
+    vendorDedupes: false,
+    onToolError: 'auto',
+    isTerminalError: (error) => error instanceof ResponseReadError,
   };
   try {
     idempotency.checkPolicy(policy as unknown as ToolPolicy<never, never>);
@@ -483,7 +492,14 @@ export function idempotentHandler<R extends Request = Request, Rest extends unkn
           );
         }
         if (retryable?.(response) === true) throw new NotAnOutcome(response);
-        const captured = await captureResponse(response, maxResponseBytes, replayHeader);
+        let captured: Awaited<ReturnType<typeof captureResponse>>;
+        try {
+          captured = await captureResponse(response, maxResponseBytes, replayHeader);
+        } catch (cause) {
+          // The handler returned: its effect happened. A body that fails to read is stored as a
+          // failure (a retry gets 500 outcome_not_stored), never released to run again.
+          throw new ResponseReadError(cause);
+        }
         live = captured.live;
         return captured.stored;
       } catch (error) {
@@ -493,7 +509,7 @@ export function idempotentHandler<R extends Request = Request, Rest extends unkn
     };
     try {
       const result = await idempotency.run({ toolName: name, scope: client, args }, run, policy);
-      if (result.outcome === 'executed' && live !== undefined) return live;
+      if (!result.replayed && live !== undefined) return live;
       if (!isStoredResponse(result.value)) {
         throw new TypeError(
           `idempotentHandler: the record of this ${header} is not a stored response (another tool wrote under the name '${name}'?).`,
@@ -509,6 +525,17 @@ export function idempotentHandler<R extends Request = Request, Rest extends unkn
     }
   };
   return Object.assign(wrapped, { policy: described });
+}
+
+/** The body of a response the handler returned could not be read (its effect happened). */
+class ResponseReadError extends Error {
+  constructor(cause: unknown) {
+    super(
+      `idempotentHandler: the handler's response body could not be read: ${String((cause as Error)?.message ?? cause)}`,
+      { cause },
+    );
+    this.name = 'ResponseReadError';
+  }
 }
 
 /** What makes two requests with one key the same request. */

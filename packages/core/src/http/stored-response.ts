@@ -15,7 +15,12 @@ export interface StoredResponse {
   body: string | null;
   /** True when the body was over `maxResponseBytes`: status and headers are replayed without it. */
   bodyOmitted?: true;
+  /** True when headers past `HEADER_BUDGET` bytes were left out (they are not replayed). */
+  headersOmitted?: true;
 }
+
+/** Bytes of response headers kept for replays (name + value); the rest are left out. */
+export const HEADER_BUDGET = 32 * 1024;
 
 /**
  * Never replayed: `set-cookie` (a session or CSRF cookie minted for the first request; a replay
@@ -44,6 +49,8 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 /** Header value saying the replayed body was left out (over `maxResponseBytes`). */
 export const BODY_OMITTED_HEADER = 'Idempotent-Replay-Body-Omitted';
+/** Set on a replay whose stored response left some headers out (over `HEADER_BUDGET`). */
+export const HEADERS_OMITTED_HEADER = 'Idempotent-Replay-Headers-Omitted';
 
 function concat(chunks: Uint8Array[], total: number): Uint8Array {
   const out = new Uint8Array(total);
@@ -55,7 +62,10 @@ function concat(chunks: Uint8Array[], total: number): Uint8Array {
   return out;
 }
 
-function replayedHeaders(headers: Headers, replayHeader: string): [string, string][] {
+function replayedHeaders(
+  headers: Headers,
+  replayHeader: string,
+): { kept: [string, string][]; omitted: boolean } {
   const hopByHop = new Set(
     (headers.get('connection') ?? '')
       .split(',')
@@ -64,11 +74,21 @@ function replayedHeaders(headers: Headers, replayHeader: string): [string, strin
   );
   const marker = replayHeader.toLowerCase();
   const kept: [string, string][] = [];
+  let bytes = 0;
+  let omitted = false;
   for (const [name, value] of headers) {
     if (NOT_REPLAYED.has(name) || hopByHop.has(name) || name === marker) continue;
+    // A header set too large to keep must not make the response unstorable (the effect ran):
+    // what fits is kept, the rest left out, and the replay says so.
+    const size = Buffer.byteLength(name) + Buffer.byteLength(value);
+    if (bytes + size > HEADER_BUDGET) {
+      omitted = true;
+      continue;
+    }
+    bytes += size;
     kept.push([name, value]);
   }
-  return kept;
+  return { kept, omitted };
 }
 
 /**
@@ -82,12 +102,9 @@ export async function captureResponse(
   replayHeader: string,
 ): Promise<{ stored: StoredResponse; live: Response }> {
   const init = { status: response.status, statusText: response.statusText };
-  const stored: StoredResponse = {
-    v: 1,
-    ...init,
-    headers: replayedHeaders(response.headers, replayHeader),
-    body: null,
-  };
+  const replayed = replayedHeaders(response.headers, replayHeader);
+  const stored: StoredResponse = { v: 1, ...init, headers: replayed.kept, body: null };
+  if (replayed.omitted) stored.headersOmitted = true;
   const liveInit = { ...init, headers: response.headers };
   if (response.body === null || NULL_BODY.has(response.status)) {
     return { stored, live: new Response(null, liveInit) };
@@ -141,6 +158,7 @@ export function isStoredResponse(value: unknown): value is StoredResponse {
 export function replayResponse(stored: StoredResponse, replayHeader: string): Response {
   const headers = new Headers(stored.headers);
   headers.set(replayHeader, 'true');
+  if (stored.headersOmitted === true) headers.set(HEADERS_OMITTED_HEADER, 'true');
   if (stored.bodyOmitted === true) {
     // The body is not kept: say so, and do not describe a body that is not there.
     for (const name of ['content-type', 'content-encoding', 'content-range']) headers.delete(name);
