@@ -101,7 +101,15 @@ describe('onReplay', () => {
   });
 
   test('a duplicate that waited for the running call is shaped too (outcome waited)', async () => {
-    const { idempotency, call, policy, contexts } = setup();
+    const store = createMemoryStore();
+    let claims = 0;
+    const claim = store.claim.bind(store);
+    store.claim = (input) => {
+      claims++;
+      return claim(input);
+    };
+    const idempotency = createIdempotency({ store });
+    const { call, policy, contexts } = setup();
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {
       release = resolve;
@@ -116,7 +124,10 @@ describe('onReplay', () => {
     // The duplicate is sent once the first holds the claim.
     while (runs === 0) await new Promise((resolve) => setImmediate(resolve));
     const duplicate = idempotency.run(call, slow, policy);
-    await new Promise((resolve) => setImmediate(resolve));
+    // The duplicate has met the running call (its claim answered in progress) and waits; a wait
+    // is counted in whole ms, so let at least one pass before the holder finishes.
+    while (claims < 2) await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setTimeout(resolve, 5));
     release();
     const [a, b] = await Promise.all([first, duplicate]);
     expect(runs).toBe(1);
