@@ -27,9 +27,9 @@ import {
   oneToolOptions,
   type RepeatablePolicy,
   type Repeats,
+  readTranscript,
   relay,
   type ToolSetOptions,
-  type TranscriptEntry,
   takeRepeat,
   withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
@@ -116,14 +116,11 @@ function failure(error: unknown) {
 }
 
 /** The model messages of the conversation, as the turn derivation reads them. */
-function transcriptOf(messages: readonly ModelMessage[] | undefined) {
-  return messages?.map((message): TranscriptEntry | undefined => {
-    if (message.role === 'user') return { role: 'user', content: message.content };
-    const calls =
-      Array.isArray(message.content) && message.content.some((p) => p.type === 'tool-call');
-    return message.role === 'assistant' && !calls ? { role: 'answer' } : undefined;
+const transcriptOf = (messages: readonly ModelMessage[] | undefined) =>
+  readTranscript(messages, {
+    from: ({ role }) => (role === 'system' ? 'prompt' : role === 'assistant' ? 'model' : role),
+    content: (message) => message.content,
   });
-}
 
 /** The model output of `toModelOutput`, marked like a plain output would be. */
 function markModelOutput(output: ToolResultOutput, replayed: boolean): ToolResultOutput {

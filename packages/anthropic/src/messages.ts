@@ -1,17 +1,16 @@
 /** The user turns of a Messages API conversation, as the turn derivation reads them. */
-import { chatTranscript, contentBlocks } from '@idempotent-tools/core/adapter-kit';
+import { readTranscript } from '@idempotent-tools/core/adapter-kit';
 
 type Message = { role: string; content?: unknown };
 
 /**
- * A `user` message with something the user wrote is a user turn: its `tool_result` blocks and
- * `cache_control` markers are not (a thread re-sends answered messages without their markers).
+ * A `user` message is what the user wrote (its `tool_result` blocks answer the turn before, and
+ * `cache_control` markers never count); an `assistant` message answers. `system` is a parameter
+ * of the request, never a message.
  */
 export const transcriptOf = (messages: readonly Message[] | undefined) =>
-  chatTranscript(messages, {
-    authored: (message) =>
-      contentBlocks(message.content)
-        .filter((block) => block.type !== 'tool_result')
-        .map(({ cache_control: _, ...block }) => block),
-    calls: (message) => contentBlocks(message.content).some((block) => block.type === 'tool_use'),
+  readTranscript(messages, {
+    from: ({ role }) => (role === 'user' ? 'user' : 'model'),
+    content: (message) => message.content,
+    isToolResult: (block) => (block as { type?: unknown } | null)?.type === 'tool_result',
   });

@@ -348,14 +348,74 @@ describe('vendorCall: the ledger for vendors without idempotency', () => {
     ).rejects.toSatisfy(PersistFailedError.isInstance);
     expect(vendor.transfers).toHaveLength(0);
   });
+});
 
-  test('the same label twice in one tool is one vendor call (use a label per call)', async () => {
+describe('one label names one vendor call of an attempt', () => {
+  test('a loop reusing a label is refused (never the first call result for the second); labels per recipient each run once, and replay on a retry', async () => {
     const { idempotency, vendor } = setup();
-    await idempotency.run(call(), async (_args, ctx) => {
-      for (const label of ['a', 'a', 'b']) {
-        await idempotency.vendorCall(ctx, label, (v) => vendor.transfer(1, v.key));
-      }
-    });
-    expect(vendor.transfers).toHaveLength(2);
+    const recipients = ['ann', 'bob'];
+    let failAfterSending = false;
+    const sendAll =
+      (label: (to: string) => string) => async (_: unknown, ctx: ExecutionContext) => {
+        const ids: { id: string; replayed: boolean }[] = [];
+        for (const to of recipients) {
+          const { value, replayed } = await idempotency.vendorCall(ctx, label(to), (v) =>
+            vendor.transfer(1, `${to}:${v.key}`),
+          );
+          ids.push({ id: value.id, replayed });
+        }
+        if (failAfterSending) throw new Error('the process lost the reply');
+        return ids;
+      };
+    const reused = idempotency.run(
+      { toolName: 'notify', turnId: 't1', args: {} },
+      sendAll(() => 'mail.send'),
+    );
+    await expect(reused).rejects.toMatchObject({ code: 'configuration', option: 'label' });
+    expect(vendor.transfers.map((t) => t.reference.split(':')[0])).toEqual(['ann']);
+
+    const call = { toolName: 'notify', turnId: 't2', args: {} };
+    const perRecipient = sendAll((to) => `mail.send:${to}`);
+    failAfterSending = true;
+    await expect(idempotency.run(call, perRecipient)).rejects.toThrow(/lost the reply/);
+    expect(vendor.transfers.slice(1).map((t) => t.reference.split(':')[0])).toEqual(['ann', 'bob']);
+    // The next attempt of the tool call: each vendor call meets its own ledger record.
+    failAfterSending = false;
+    const again = await idempotency.run(call, perRecipient);
+    expect(again.replayed).toBe(false);
+    expect(again.value).toEqual([
+      { id: 'tr_2', replayed: true },
+      { id: 'tr_3', replayed: true },
+    ]);
+    expect(vendor.transfers).toHaveLength(3);
+  });
+
+  test('a vendor call that threw may be tried again under its label in the same attempt', async () => {
+    const { idempotency, vendor } = setup();
+    let tries = 0;
+    const result = await idempotency.run(
+      { toolName: 'pay', turnId: 't', args: {} },
+      async (_, ctx) => {
+        for (;;) {
+          try {
+            return (
+              await idempotency.vendorCall(
+                ctx,
+                'bank.transfer',
+                (v) => {
+                  if (++tries === 1) throw new Error('connection refused before sending');
+                  return vendor.transfer(5, v.key);
+                },
+                { onToolError: 'release' },
+              )
+            ).value.id;
+          } catch (error) {
+            if (tries > 1) throw error;
+          }
+        }
+      },
+    );
+    expect(result.value).toBe('tr_1');
+    expect(tries).toBe(2);
   });
 });

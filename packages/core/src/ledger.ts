@@ -6,7 +6,7 @@
  * claim goes to `reconcile`, else to `OutcomeUnknownError`. No second state machine.
  */
 import { KEY_LIMITS } from './derive-key.js';
-import { InvalidInputError } from './errors/index.js';
+import { ConfigurationError, InvalidInputError } from './errors/index.js';
 import type {
   ExecutionContext,
   Idempotency,
@@ -25,6 +25,8 @@ export type { VendorCallArgs, VendorCallFunction, VendorCallPolicy };
  * @internal Use it as `idempotency.vendorCall`.
  */
 export function createVendorCall(run: Idempotency['run']) {
+  /** Labels each attempt has running or done: a label names one vendor call of an attempt. */
+  const labels = new WeakMap<ExecutionContext, Map<string, 'running' | 'done'>>();
   return async function vendorCall<Result>(
     context: ExecutionContext | undefined,
     label: string,
@@ -43,6 +45,18 @@ export function createVendorCall(run: Idempotency['run']) {
     const parent = contextOrThrow(context, 'vendorCall');
     // The tool call no longer owns its claim: do not start a vendor call.
     assertOwned(parent);
+    const used = labels.get(parent) ?? new Map<string, 'running' | 'done'>();
+    labels.set(parent, used);
+    const state = used.get(label);
+    if (state !== undefined) {
+      // A second call with the label would be handed the first one's result (one ledger record
+      // per label): a loop over recipients must name each call.
+      throw new ConfigurationError({
+        option: 'label',
+        message: `vendorCall: the label ${JSON.stringify(label)} was used by another vendor call of this tool call (${state === 'running' ? 'still running' : 'already done'}), and one label names one vendor call: the second would get the first one's result and never reach the vendor. Give each call its own label from what makes it distinct, e.g. \`email.send:\${recipient}\` (not a counter, whose order may change between retries).`,
+      });
+    }
+    used.set(label, 'running');
     const call: ToolFunction<VendorCallArgs, Result> = (_args, vendor) => {
       assertOwned(parent);
       noteEffect(parent, 'ledger');
@@ -51,6 +65,11 @@ export function createVendorCall(run: Idempotency['run']) {
         signal: AbortSignal.any([vendor.signal, parent.signal]),
         stillOwned: () => vendor.stillOwned() && parent.stillOwned(),
       });
+    };
+    const settled = (done: boolean) => {
+      // A vendor call that threw may be tried again under its label (a retry of the same call).
+      if (done) used.set(label, 'done');
+      else used.delete(label);
     };
     return run({ toolName: label, turnId: parent.turnId, scope: parent.scope, args: {} }, call, {
       ...policy,
@@ -61,6 +80,15 @@ export function createVendorCall(run: Idempotency['run']) {
       vendorDedupes: policy.vendorDedupes ?? false,
       onStoreUnavailable: policy.onStoreUnavailable ?? 'fail-closed',
       businessKey: () => parent.key,
-    });
+    }).then(
+      (result) => {
+        settled(true);
+        return result;
+      },
+      (error: unknown) => {
+        settled(false);
+        throw error;
+      },
+    );
   };
 }

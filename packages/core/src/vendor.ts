@@ -37,7 +37,24 @@ const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * tool it runs; call it yourself only for a context you built (e.g. an unwrapped tool's).
  */
 export function withExecutionContext<T>(context: ExecutionContext, fn: () => T): T {
+  const outer = storage.getStore();
+  if (outer !== undefined && outer !== context) enclosing.set(context, outer);
   return storage.run(context, fn);
+}
+
+/** The context a nested call's context runs inside (a vendor call's tool call, say). */
+const enclosing = new WeakMap<ExecutionContext, ExecutionContext>();
+
+/**
+ * @internal Whether a call with `key` is running now around the caller: the current tool call,
+ * or one it runs inside. A call of the same key inside it would wait for itself (a tool wrapped
+ * twice), so the executor refuses it.
+ */
+export function isRunningAround(key: string): boolean {
+  for (let ctx = storage.getStore(); ctx !== undefined; ctx = enclosing.get(ctx)) {
+    if (ctx.key === key) return true;
+  }
+  return false;
 }
 
 /** The execution context of the tool (or vendor call) running now, or undefined outside one. */

@@ -1,6 +1,10 @@
 /** The conversation of a Gemini request, as the turn derivation reads it. */
 import type { Content, ContentListUnion, Part, PartListUnion } from '@google/genai';
-import type { RequestIdentity, TranscriptEntry } from '@idempotent-tools/core/adapter-kit';
+import {
+  type RequestIdentity,
+  readTranscript,
+  type TranscriptEntry,
+} from '@idempotent-tools/core/adapter-kit';
 
 /** Which conversation, and which turn of it, the function calls of one request belong to. */
 export interface GeminiTurn extends RequestIdentity {
@@ -27,22 +31,19 @@ function contentsOf(union: ContentListUnion | PartListUnion | undefined): Conten
 /**
  * The transcript of a turn (undefined when it names no conversation content): the request's
  * `contents`, or a chat's curated history plus the message it is sending. User turns are `user`
- * contents with a part the user wrote (function responses are left out); a `model` content
- * without function calls ends a turn. `systemInstruction` is never part of it.
+ * contents with a part the user wrote (function responses answer the turn before); a `model`
+ * content answers. `systemInstruction` is never part of it.
  */
-export function transcriptOf(turn: GeminiTurn): (TranscriptEntry | undefined)[] | undefined {
+export function transcriptOf(turn: GeminiTurn): TranscriptEntry[] | undefined {
   if (turn.contents === undefined && turn.chat === undefined) return undefined;
   const contents = [
     ...(turn.chat?.getHistory(true) ?? []),
     ...contentsOf(turn.contents),
     ...contentsOf(turn.message),
   ];
-  return contents.map((content): TranscriptEntry | undefined => {
-    const parts = content.parts ?? [];
-    if (content.role === 'model') {
-      return parts.some((p) => p.functionCall !== undefined) ? undefined : { role: 'answer' };
-    }
-    const said = parts.filter((p) => p.functionResponse === undefined);
-    return said.length === 0 ? undefined : { role: 'user', content: said };
+  return readTranscript(contents, {
+    from: ({ role }) => (role === 'model' ? 'model' : role === 'function' ? 'tool' : 'user'),
+    content: (content) => content.parts ?? [],
+    isToolResult: (part) => (part as Part).functionResponse !== undefined,
   });
 }

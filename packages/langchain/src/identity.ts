@@ -1,6 +1,6 @@
 import {
   deriveTurnId as deriveFromTranscript,
-  type TranscriptEntry,
+  readTranscript,
   type TurnSources,
 } from '@idempotent-tools/core/adapter-kit';
 import type { CallContext } from './types.js';
@@ -9,7 +9,6 @@ interface MessageLike {
   type?: unknown;
   role?: unknown;
   content?: unknown;
-  tool_calls?: unknown;
   getType?: () => string;
 }
 
@@ -23,19 +22,23 @@ function kind(m: MessageLike): unknown {
 }
 
 /**
- * One message of the graph state as the turn derivation reads it: a human message is what the
+ * The messages of the graph state as the turn derivation reads them: a human message is what the
  * user wrote (its content only: message ids, names and kwargs are left out, LangGraph gives an
- * id-less message a fresh random id on every invoke); an AI message without tool calls ends a
- * turn; system prompts, tool calls and tool results are left out.
+ * id-less message a fresh random id on every invoke); AI messages and tool results answer;
+ * system prompts never count.
  */
-function entryOf(message: unknown): TranscriptEntry | undefined {
-  if (message === null || typeof message !== 'object') return undefined;
-  const m = message as MessageLike;
-  const type = kind(m);
-  if (type === 'human') return { role: 'user', content: m.content ?? null };
-  const calls = Array.isArray(m.tool_calls) ? m.tool_calls.length : 0;
-  return type === 'ai' && calls === 0 ? { role: 'answer' } : undefined;
-}
+const transcriptOf = (messages: readonly unknown[]) =>
+  readTranscript(messages, {
+    from: (message) => {
+      if (message === null || typeof message !== 'object') return undefined;
+      const type = kind(message as MessageLike);
+      if (type === 'human') return 'user';
+      if (type === 'system' || type === 'developer') return 'prompt';
+      if (type === 'remove') return undefined; // a RemoveMessage deletes, it says nothing
+      return type === 'tool' || type === 'function' ? 'tool' : 'model';
+    },
+    content: (message) => (message as MessageLike).content ?? '',
+  });
 
 const idOf = (value: unknown) =>
   (typeof value === 'string' && value !== '') || typeof value === 'number'
@@ -51,7 +54,7 @@ export function deriveTurnId(input: {
   messages: readonly unknown[];
   threadId: string | number;
 }): string | undefined {
-  return deriveFromTranscript(String(input.threadId), input.messages.map(entryOf));
+  return deriveFromTranscript(String(input.threadId), transcriptOf(input.messages) ?? []);
 }
 
 /** Where a call's turn comes from: `configurable.turn_id`, else `thread_id` + the state's messages. */
@@ -59,7 +62,7 @@ export const turnSources: TurnSources<CallContext> = {
   turn: ({ config }) => idOf(config.configurable?.turn_id),
   conversation: ({ config }) => idOf(config.configurable?.thread_id),
   transcript: ({ state }) =>
-    Array.isArray(state?.messages) ? state.messages.map(entryOf) : undefined,
+    Array.isArray(state?.messages) ? transcriptOf(state.messages) : undefined,
   howTo:
     'the thread id (agent.invoke(input, { configurable: { thread_id: chatId } })) or the conversationId option; outside a graph, the turn: tool.invoke(call, { configurable: { turn_id } }) or the turnId option',
 };

@@ -21,9 +21,9 @@ import {
   type OneToolOptions,
   oneToolOptions,
   type RepeatablePolicy,
+  readTranscript,
   runCall,
   type ToolSetOptions,
-  type TranscriptEntry,
   takeRepeat,
   withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
@@ -101,27 +101,21 @@ export function idempotencyContext(context: object): ExecutionContext | undefine
   return (context as { [CONTEXT]?: ExecutionContext })[CONTEXT];
 }
 
-/** A part of a message without its per-attempt metadata (timestamps, provider options). */
-type Part = { [k: string]: unknown };
-const part = ({ providerOptions: _o, providerMetadata: _m, createdAt: _c, ...rest }: Part) => rest;
-
 /**
- * One message (a model message of the input, or a stored one of the memory thread) as the turn
- * derivation reads it: a user message is its parts; an assistant message whose last part is text
- * ended a turn; everything else (tool calls, tool results, a reply cut off) is left out.
+ * The messages of a run (the stored messages of the memory thread, then the model messages of
+ * the input) as the turn derivation reads them: a user message is its parts (stored messages hold
+ * them as `{ parts }`); assistant messages and tool results answer; system messages never count.
  */
-function entryOf(message: unknown): TranscriptEntry | undefined {
-  const { role, content } = (message ?? {}) as { role?: unknown; content?: unknown };
-  const parts =
-    typeof content === 'string'
-      ? [{ type: 'text', text: content }]
-      : Array.isArray(content)
-        ? content
-        : ((content as { parts?: unknown[] } | undefined)?.parts ?? []);
-  if (role === 'user') return { role: 'user', content: (parts as Part[]).map(part) };
-  const last = (parts as Part[]).filter((p) => p?.type !== 'step-start').at(-1);
-  return role === 'assistant' && last?.type === 'text' ? { role: 'answer' } : undefined;
-}
+const transcriptOf = (messages: readonly unknown[]) =>
+  readTranscript(messages, {
+    from: (message) => {
+      const role = (message as { role?: unknown } | null)?.role;
+      if (role === 'user') return 'user';
+      if (role === 'system') return 'prompt';
+      return role === 'tool' ? 'tool' : 'model';
+    },
+    content: (message) => (message as { content?: unknown }).content,
+  });
 
 /** The stored messages of the call's memory thread (the agent's input holds only the new ones). */
 async function historyOf(context: Context): Promise<unknown[]> {
@@ -201,7 +195,7 @@ function wrapTool(
     }
     const result = await runCall(adapter as Adapter<never>, call, async (a, ctx) => {
       let suspended = false;
-      const flag = (on: Part | undefined) => {
+      const flag = (on: Record<string, unknown> | undefined) => {
         const fn = on?.suspend as ((...s: unknown[]) => unknown) | undefined;
         if (typeof fn !== 'function') return on;
         const suspend = (...s: unknown[]) => {
@@ -268,7 +262,7 @@ function wrapSet(tools: unknown, options: unknown, caller: string): Record<strin
       return resourceId === undefined ? threadId : JSON.stringify([resourceId, threadId]);
     },
     transcript: ({ context, history }) =>
-      [...history, ...(context?.agent?.messages ?? [])].map(entryOf),
+      transcriptOf([...history, ...(context?.agent?.messages ?? [])]),
     repeatable: true,
     howTo:
       "a memory thread (agent.generate(prompt, { memory: { thread, resource } })), conversationId (your chat id, e.g. ({ context }) => context.requestContext.get('chatId')) or turnId (the id of the user message)",

@@ -62,7 +62,9 @@ type DescribedTool =
       };
     };
 const turnOf = Symbol('turn');
-type Call = DispatchCall & { [turnOf]: { transcript?: unknown[]; anchor?: Anchor | undefined } };
+type Call = DispatchCall & {
+  [turnOf]: { transcript?: unknown[] | undefined; anchor?: Anchor | undefined };
+};
 const caller = 'createToolDispatcher';
 
 const content = (value: unknown): string =>

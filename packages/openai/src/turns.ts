@@ -5,7 +5,7 @@
  */
 import { ConfigurationError } from '@idempotent-tools/core';
 import type { TurnLinks } from '@idempotent-tools/core/adapter-kit';
-import { deriveTurnId, type TranscriptEntry } from '@idempotent-tools/core/adapter-kit';
+import { deriveTurnId, readTranscript } from '@idempotent-tools/core/adapter-kit';
 
 type Item = Record<string, unknown>;
 
@@ -16,27 +16,42 @@ type Item = Record<string, unknown>;
  */
 export type Anchor = { turn: string } | { said: string } | { refuse: string };
 
-/** Chat Completions messages: user content; an assistant message without tool calls ends a turn. */
+/** Chat Completions messages: user content; anything from the model or a tool answers. */
 export const chatTranscript = (messages: readonly Item[]) =>
-  messages.map((m): TranscriptEntry | undefined =>
-    m.role === 'user'
-      ? { role: 'user', content: m.content }
-      : m.role === 'assistant' && !(m.tool_calls as unknown[] | undefined)?.length
-        ? { role: 'answer' }
-        : undefined,
-  );
+  readTranscript(messages, {
+    from: ({ role }) =>
+      role === 'user'
+        ? 'user'
+        : role === 'system' || role === 'developer'
+          ? 'prompt'
+          : role === 'tool' || role === 'function'
+            ? 'tool'
+            : 'model',
+    content: (m) => m.content,
+  });
 
-/** Responses / Agents SDK input items: user messages; an assistant message is an answer. */
+/**
+ * Responses / Agents SDK input items: a user message (`{ role, content }` or a `type: 'message'`
+ * item) is a user turn; an assistant message, a function call, its output, reasoning and every
+ * other item from the model or a tool answer; item references are left out.
+ */
 const itemsTranscript = (items: readonly Item[]) =>
-  items.map((i): TranscriptEntry | undefined =>
-    i.type !== undefined && i.type !== 'message'
-      ? undefined
-      : i.role === 'user'
-        ? { role: 'user', content: i.content }
-        : i.role === 'assistant'
-          ? { role: 'answer' }
-          : undefined,
-  );
+  readTranscript(items, {
+    from: (i) => {
+      if (i.type !== undefined && i.type !== 'message') {
+        if (i.type === 'item_reference') return undefined;
+        return String(i.type).endsWith('_output') || i.type === 'function_call_result'
+          ? 'tool'
+          : 'model';
+      }
+      return i.role === 'user'
+        ? 'user'
+        : i.role === 'system' || i.role === 'developer'
+          ? 'prompt'
+          : 'model';
+    },
+    content: (i) => i.content,
+  });
 
 /** A string input is one user message. */
 export const inputItems = (input: unknown): Item[] =>
@@ -56,7 +71,7 @@ export async function anchorOf(
   links: TurnLinks<Anchor>,
 ): Promise<Anchor> {
   const transcript = itemsTranscript(items);
-  if (transcript.some((entry) => entry?.role === 'user')) {
+  if (transcript?.some((entry) => entry.role === 'user')) {
     // A response id is followed by one user turn (a second request from it is a retry or a
     // regenerate): with the user's words it names the turn, in every conversation.
     if (typeof chain.previous === 'string' && chain.previous !== '') {

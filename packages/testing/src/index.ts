@@ -1,3 +1,10 @@
+export {
+  type ApprovalCaseOptions,
+  type ApprovalDriver,
+  type ChargeArgs,
+  type PendingApproval,
+  runApprovalCases,
+} from './approval-cases.js';
 export { createTestClock, sleep, type TestClock, type TestClockOptions } from './clock.js';
 export {
   countEffects,
@@ -19,6 +26,7 @@ export { runStoreFuzz, type StoreFuzzOptions } from './store-fuzz.js';
 export { inWindow, TIMER_SLACK_MS, WINDOW_FACTORS, type Window, waitFor } from './timing.js';
 export {
   runTurnIdentityCases,
+  type SayOptions,
   type TurnIdentityCaseOptions,
   type TurnIdentityConversation,
   type TurnIdentityDriver,

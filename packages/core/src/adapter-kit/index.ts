@@ -4,6 +4,7 @@
  * an adapter only maps its framework's shapes onto them. For adapter authors, not for apps.
  */
 
+export { isWrapped, markWrapped, refuseWrapped, wrappedTwice } from '../executor/wrapped.js';
 export { NotAnOutcome } from '../not-an-outcome.js';
 export {
   type Adapter,
@@ -91,7 +92,8 @@ export {
   type ToolSetOptions,
   type ToolSetSpec,
 } from './tool-set.js';
-export { type ChatTranscriptSpec, chatTranscript, contentBlocks } from './transcripts.js';
+export { type MessageSource, readTranscript, type TranscriptReader } from './transcripts.js';
+export { userContent } from './turn-content.js';
 export {
   checkPerCall,
   createTurnResolver,

@@ -3,6 +3,7 @@
  * the record checked when it is wrapped, its adapter, and a one-tool wrapper's options as a set's.
  */
 import { ConfigurationError } from '../errors/index.js';
+import { refuseWrapped } from '../executor/wrapped.js';
 import { type Adapter, type AdapterSpec, createAdapter } from './adapter.js';
 
 /** How an adapter of a tool record describes itself (see `AdapterSpec`). */
@@ -41,6 +42,7 @@ export function createToolSetAdapter<Info, Tool extends { execute?: unknown }>(
     if (tool.execute !== undefined && typeof tool.execute !== 'function') {
       throw refuse('execute', `tool "${name}" has an execute that is not a function.`);
     }
+    refuseWrapped(name, tool, spec.caller);
   }
   const named = (runs: boolean) =>
     entries.filter(([, tool]) => (tool.execute !== undefined) === runs).map(([name]) => name);
@@ -105,6 +107,9 @@ export function createToolListAdapter<Info, Tool>(
     throw new ConfigurationError({ option: 'tools', message: `${spec.caller}: ${list}.` });
   }
   const entries = tools as object[];
+  for (const tool of entries) {
+    if (isTool(tool)) refuseWrapped(tool.name, tool, spec.caller);
+  }
   return createAdapter<Info>(options as never, {
     ...adapterSpec,
     toolNames: entries.filter(isTool).map((tool) => tool.name),

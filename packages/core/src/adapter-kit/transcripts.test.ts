@@ -1,47 +1,45 @@
 import { describe, expect, it } from 'vitest';
-import { chatTranscript, contentBlocks } from './transcripts.js';
+import { readTranscript, type TranscriptReader } from './transcripts.js';
 
 type Message = { role: string; content?: unknown };
-const blocks = (m: Message) => contentBlocks(m.content);
-const spec = {
-  authored: (m: Message) => blocks(m).filter((b) => b.type !== 'tool_result'),
-  calls: (m: Message) => blocks(m).some((b) => b.type === 'tool_use'),
+const reader: TranscriptReader<Message> = {
+  from: (m) =>
+    m.role === 'system' ? 'prompt' : m.role === 'assistant' ? 'model' : (m.role as 'user'),
+  content: (m) => m.content,
+  isToolResult: (part) => (part as { type?: unknown }).type === 'tool_result',
 };
 
-describe('contentBlocks', () => {
-  it('a string is one text block; an array is itself; anything else none', () => {
-    expect(contentBlocks('hi')).toEqual([{ type: 'text', text: 'hi' }]);
-    const list = [{ type: 'image' }];
-    expect(contentBlocks(list)).toBe(list);
-    expect(contentBlocks(undefined)).toEqual([]);
-    expect(contentBlocks({ type: 'text' })).toEqual([]);
-  });
-});
-
-describe('chatTranscript', () => {
-  it('user turns with what the user wrote; answers without tool calls end a turn', () => {
+describe('readTranscript', () => {
+  it('user turns with their content; anything from the model or a tool answers; prompts never count', () => {
     const messages: Message[] = [
       { role: 'system', content: 'be brief' },
       { role: 'user', content: 'book it' },
       { role: 'assistant', content: [{ type: 'tool_use' }] },
       { role: 'user', content: [{ type: 'tool_result' }] },
-      { role: 'assistant', content: 'booked' },
+      { role: 'tool', content: 'booked' },
       { role: 'user', content: [] },
     ];
-    expect(chatTranscript(messages, spec)).toEqual([
-      undefined,
-      { role: 'user', content: [{ type: 'text', text: 'book it' }] },
-      undefined,
-      undefined,
+    expect(readTranscript(messages, reader)).toEqual([
+      { role: 'user', content: 'book it' },
       { role: 'answer' },
-      undefined,
+      { role: 'answer' },
+      { role: 'answer' },
     ]);
   });
 
-  it('answerRole names the model messages; no messages, no transcript', () => {
-    const model = [{ role: 'model', content: 'hi' }];
-    expect(chatTranscript(model, { ...spec, answerRole: 'model' })).toEqual([{ role: 'answer' }]);
-    expect(chatTranscript(model, spec)).toEqual([undefined]);
-    expect(chatTranscript(undefined, spec)).toBeUndefined();
+  it('a user message with tool results and words: the results answer, the words are a new turn', () => {
+    const mixed = {
+      role: 'user',
+      content: [{ type: 'tool_result' }, { type: 'text', text: 'hi' }],
+    };
+    expect(readTranscript([mixed], reader)).toEqual([
+      { role: 'answer' },
+      { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+    ]);
+  });
+
+  it('no messages, no transcript; a message the reader leaves out is skipped', () => {
+    expect(readTranscript(undefined, reader)).toBeUndefined();
+    expect(readTranscript([{ role: 'x' }], { ...reader, from: () => undefined })).toEqual([]);
   });
 });

@@ -111,3 +111,29 @@ describe('createTurnResolver', () => {
     expect(() => resolver.resolve({})).toThrow(expect.objectContaining({ option: 'turnId' }));
   });
 });
+
+describe('deriveTurnId: what answers a turn', () => {
+  const partial: TranscriptEntry = { role: 'answer', partial: true };
+
+  test('a turn answered only by a tool result: the same words after it are a new turn', () => {
+    const once = [user('Yes, send it.')];
+    const twice = [user('Yes, send it.'), answer, answer, user('Yes, send it.')];
+    expect(deriveTurnId('chat', twice)).not.toBe(deriveTurnId('chat', once));
+  });
+
+  test('after only partial records, the same words cannot be told from a retry: refused, naming turnId', () => {
+    expect(() => deriveTurnId('chat', [user('Pay.'), partial, partial, user('Pay.')])).toThrow(
+      expect.objectContaining({ code: 'configuration', option: 'turnId' }),
+    );
+    // Other words are a new turn; an answer after the partial records settles it.
+    const other = deriveTurnId('chat', [user('Pay.'), partial, user('Refund.')]);
+    expect(other).toBe(deriveTurnId('chat', [user('Pay.'), answer, user('Refund.')]));
+    expect(deriveTurnId('chat', [user('Pay.'), partial, answer, user('Pay.')])).toBe(
+      deriveTurnId('chat', [user('Pay.'), answer, user('Pay.')]),
+    );
+    // An ambiguity of an earlier turn does not refuse a later one.
+    expect(
+      deriveTurnId('chat', [user('Pay.'), partial, user('Pay.'), answer, user('Thanks.')]),
+    ).toMatch(/^tc_/);
+  });
+});

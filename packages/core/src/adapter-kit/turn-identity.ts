@@ -11,6 +11,7 @@
  */
 import { canonicalize, sha256 } from '../canonicalize.js';
 import { ConfigurationError } from '../errors/index.js';
+import { userContent } from './turn-content.js';
 
 /** A value per call: fixed (wrap per request), or computed from the call (undefined: not known). */
 export type PerCall<Info> = string | ((call: Info) => string | undefined);
@@ -35,12 +36,23 @@ export interface TurnIdentityOptions<Info> {
 }
 
 /**
- * One message of a conversation as the turn derivation reads it. Adapters map their framework's
- * messages: `user` for a message the user wrote (its content: text or parts, JSON, binary parts
- * as bytes), `answer` for an assistant message that ended a turn (no tool calls). Everything
- * else (system and developer prompts, assistant tool calls, tool results) is left out: `undefined`.
+ * One message of a conversation as the turn derivation reads it (made by `readTranscript`):
+ * `user` for a message the user wrote (its content as the framework holds it: `userContent`
+ * normalises it), `answer` for anything from the model or a tool (assistant text, a tool call,
+ * a tool result). System and developer prompts are left out (`undefined`).
  */
-export type TranscriptEntry = { role: 'user'; content: unknown } | { role: 'answer' };
+export type TranscriptEntry =
+  | { role: 'user'; content: unknown }
+  | {
+      role: 'answer';
+      /**
+       * The message may be the partial record of a run that broke before it answered (a tool
+       * call or result a checkpointer or memory stored before the run failed): a user message
+       * with the words of the turn before it, after only such messages, cannot be told from
+       * the same turn sent again, and the derivation refuses. @default false
+       */
+      partial?: boolean;
+    };
 
 /** Where a resolved turn id came from. */
 export type TurnSource = 'explicit' | 'framework' | 'derived';
@@ -59,8 +71,15 @@ export interface TurnSources<Info> {
   turn?: (call: Info) => string | undefined;
   /** The framework's own identity of the conversation (a LangGraph `thread_id`, a chat id). */
   conversation?: (call: Info) => string | undefined;
-  /** The conversation's messages up to the call, for a derived turn. */
+  /** The conversation's messages up to the call, for a derived turn (see `readTranscript`). */
   transcript?: (call: Info) => Iterable<TranscriptEntry | undefined> | undefined;
+  /**
+   * Why the framework cannot tell this call's turn, when it knows (a request that carries only
+   * tool outputs of a turn it never saw start, say): the resolver refuses with this reason when
+   * no explicit turn and no framework turn identify the call, naming `turnId`. Completes
+   * "`caller`: ...".
+   */
+  refusal?: (call: Info) => string | undefined;
   /**
    * How a developer gives the identity in this framework, completing "Pass ..." in the error,
    * e.g. "conversationId (your chat id) or turnId (the id of the user message)".
@@ -71,20 +90,10 @@ export interface TurnSources<Info> {
 /** Version of the derived turn format; part of every derived turn id. */
 const DERIVED_PREFIX = 'tc_';
 
-/** Binary data as base64 and URLs as text, so that the content is JSON. */
-function jsonContent(this: Record<string, unknown>, key: string, serialized: unknown): unknown {
-  const value = this[key]; // before toJSON (a Buffer's is { type: 'Buffer', data })
-  if (value instanceof ArrayBuffer) return Buffer.from(value).toString('base64');
-  if (ArrayBuffer.isView(value)) {
-    return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
-  }
-  if (value instanceof URL) return value.href;
-  return serialized;
-}
-
 function canonicalContent(content: unknown, caller: string): string {
   try {
-    return canonicalize(JSON.parse(JSON.stringify(content ?? null, jsonContent) ?? 'null'));
+    // userContent turns bytes into base64 and URLs into text; the round trip makes it JSON.
+    return canonicalize(JSON.parse(JSON.stringify(userContent(content)) ?? 'null'));
   } catch (cause) {
     throw new ConfigurationError({
       option: 'turnId',
@@ -98,9 +107,11 @@ function canonicalContent(content: unknown, caller: string): string {
  * The turn id of the last user turn of a conversation: `tc_` + SHA-256 of the conversation id,
  * the position of the turn (the how-manieth user turn it is) and the content the user wrote.
  *
- * A user message equal to the one before it, with no assistant answer between them, is the same
- * turn sent again (the app re-sent the request after a lost reply): it does not count as a new
- * position. Returns undefined when the conversation has no user message.
+ * The content is what the user wrote (`userContent`: the same words in any shape are one
+ * content). A user message equal to the one before it, with no answer between them (nothing from
+ * the model or a tool), is the same turn sent again (the app re-sent the request after a lost
+ * reply): it does not count as a new position. Returns undefined when the conversation has no
+ * user message.
  *
  * @param conversationId your chat / thread / session id (different for every conversation)
  * @param transcript the messages in order (see `TranscriptEntry`)
@@ -112,18 +123,29 @@ export function deriveTurnId(
 ): string | undefined {
   let position = 0;
   let last: string | undefined;
-  let answered = true;
+  /** What came after the last user message: nothing, only partial records, or an answer. */
+  let after: 'nothing' | 'partial' | 'answer' = 'answer';
+  /** The last user message repeats the one before it after only partial records. */
+  let unsure = false;
   for (const entry of transcript) {
     if (entry === undefined) continue;
     if (entry.role === 'answer') {
-      answered = true;
+      if (entry.partial !== true) after = 'answer';
+      else if (after === 'nothing') after = 'partial';
       continue;
     }
     const content = canonicalContent(entry.content, caller);
-    if (!answered && content === last) continue;
+    unsure = after === 'partial' && content === last;
+    if (after === 'nothing' && content === last) continue;
     position++;
     last = content;
-    answered = false;
+    after = 'nothing';
+  }
+  if (unsure) {
+    throw new ConfigurationError({
+      option: 'turnId',
+      message: `${caller}: the user's message repeats the words of the turn before it, and that turn ended with a tool call or result that may be the record of a broken attempt, so this cannot be told from the same turn sent again. Nothing ran. Pass turnId (your id of the user message).`,
+    });
   }
   if (last === undefined) return undefined;
   const parts = `["idempotent-tools/turn",1,${canonicalize(conversationId)},${position},${last}]`;
@@ -196,6 +218,11 @@ export function createTurnResolver<Info>(
       if (explicit !== undefined) return { turnId: explicit, source: 'explicit' };
       const framework = sources.turn?.(call);
       if (framework !== undefined) return { turnId: framework, source: 'framework' };
+      const why = sources.refusal?.(call);
+      if (why !== undefined) {
+        if (!needed) return undefined;
+        throw new ConfigurationError({ option: 'turnId', message: `${caller}: ${why}` });
+      }
       const conversation =
         perCall('conversationId', options.conversationId, call, caller) ??
         sources.conversation?.(call);

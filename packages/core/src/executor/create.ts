@@ -14,6 +14,7 @@ import { InvalidInputError } from '../errors/index.js';
 import { createVendorCall } from '../ledger.js';
 import { unknownOption } from '../option-names.js';
 import type { IdempotencyRecord } from '../store.js';
+import { isRunningAround } from '../vendor.js';
 import { CallRun, type Engine } from './call-run.js';
 import { runClaimLoop } from './machine.js';
 import type { OpenedOutcome } from './outcome.js';
@@ -30,6 +31,7 @@ import {
   type ToolPolicy,
 } from './types.js';
 import { createLocalWaiters, createReclaimer } from './wait.js';
+import { isWrapped, markWrapped, wrappedTwice } from './wrapped.js';
 
 /** A business key that names something: not undefined, null, '', {} or []. */
 function identifies(value: unknown): boolean {
@@ -163,6 +165,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     }
     const policy = policyFor(toolPolicy);
     const { key, fingerprint, argsBytes } = derive(call, policy);
+    if (isRunningAround(key)) throw wrappedTwice(call.toolName);
     return runClaimLoop(new CallRun(engine, call, fn, policy, key, fingerprint, argsBytes));
   }
 
@@ -173,14 +176,17 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     checkPolicy: (policy) => {
       policyFor(policy as unknown as ToolPolicy);
     },
-    wrap: (toolName, fn, policy) => (args, call) => {
-      if (call === null || typeof call !== 'object') {
-        throw new InvalidInputError({
-          field: 'call',
-          message: `Call the wrapped ${String(toolName)} as fn(args, { turnId, scope? }).`,
-        });
-      }
-      return run({ toolName, turnId: call.turnId, scope: call.scope, args }, fn, policy);
+    wrap: (toolName, fn, policy) => {
+      if (isWrapped(fn)) throw wrappedTwice(toolName);
+      return markWrapped((args, call) => {
+        if (call === null || typeof call !== 'object') {
+          throw new InvalidInputError({
+            field: 'call',
+            message: `Call the wrapped ${String(toolName)} as fn(args, { turnId, scope? }).`,
+          });
+        }
+        return run({ toolName, turnId: call.turnId, scope: call.scope, args }, fn, policy);
+      });
     },
     vendorCall: createVendorCall(run),
     settle: (key, settlement, operator) =>
