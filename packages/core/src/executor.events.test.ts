@@ -1,10 +1,14 @@
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test as realTest } from 'vitest';
 import { canonicalize } from './canonicalize.js';
 import type { IdempotencyEvent } from './events.js';
 import { CALL_OUTCOMES, isReplay } from './events.js';
 import { createIdempotency, type IdempotencyOptions } from './executor.js';
 import { createMemoryStore, type MemoryStore } from './memory-store.js';
 import type { IdempotencyStore } from './store.js';
+import { virtual } from './test-utils/virtual-time.js';
+
+/** Every case here runs on virtual time (the memory store, no sockets): see virtual-time.ts. */
+const test = (name: string, body: () => Promise<void> | void) => realTest(name, virtual(body));
 
 /**
  * design section 9 (docs/design.md): every call whose key could be derived emits exactly one event, on every path
@@ -289,8 +293,8 @@ add('persist-failed (complete throws)', {
   errorCode: 'persist_failed',
   hasResult: false,
   run: () => {
-    // A short lease: a failing complete is sent again while the lease is live.
-    const s = setup({ lease: 200 }, broken(createMemoryStore(), { complete: 'throw' }));
+    // A failing complete is sent again until the settle bound (twice the lease, at least 30 s).
+    const s = setup({}, broken(createMemoryStore(), { complete: 'throw' }));
     return s.one(() => s.idempotency.run(call(), async () => 1));
   },
 });
@@ -409,20 +413,23 @@ add('settled (an operator settles a stuck record; not a call)', {
 });
 
 describe('every call emits exactly one event', () => {
-  test.each(cases)('%s', async (_name, c) => {
-    const { events, error } = await c.run();
-    expect(events).toHaveLength(1);
-    const event = events[0]!;
-    expect(event.outcome).toBe(c.outcome);
-    expect(event.errorCode).toBe(c.errorCode);
-    expect(error === undefined).toBe(c.errorCode === undefined);
-    expect(event.durationMs).toBe(event.endedAt - event.startedAt);
-    expect(event.argsFingerprint).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    // A settlement has no args of its own (the record keeps only their fingerprint).
-    if (c.outcome !== 'settled') expect(event.argsBytes).toBeGreaterThan(0);
-    expect(event.resultBytes !== undefined).toBe(c.hasResult);
-    expect('args' in event).toBe(false);
-  });
+  realTest.each(cases)(
+    '%s',
+    virtual(async (_name, c) => {
+      const { events, error } = await c.run();
+      expect(events).toHaveLength(1);
+      const event = events[0]!;
+      expect(event.outcome).toBe(c.outcome);
+      expect(event.errorCode).toBe(c.errorCode);
+      expect(error === undefined).toBe(c.errorCode === undefined);
+      expect(event.durationMs).toBe(event.endedAt - event.startedAt);
+      expect(event.argsFingerprint).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      // A settlement has no args of its own (the record keeps only their fingerprint).
+      if (c.outcome !== 'settled') expect(event.argsBytes).toBeGreaterThan(0);
+      expect(event.resultBytes !== undefined).toBe(c.hasResult);
+      expect('args' in event).toBe(false);
+    }),
+  );
 
   test('the cases cover every outcome', () => {
     expect(new Set(cases.map(([, c]) => c.outcome))).toEqual(new Set(CALL_OUTCOMES));

@@ -3,13 +3,17 @@
  * executor sends a failed claim again with the same token, so a lost reply never strands a key
  * or loses a result.
  */
-import { describe, expect, test, vi } from 'vitest';
+import { describe, expect, test as realTest, vi } from 'vitest';
 import { OutcomeUnknownError, PersistFailedError, StoreUnavailableError } from './errors/index.js';
 import { createIdempotency } from './executor.js';
 import { createMemoryStore, type MemoryStore } from './memory-store.js';
 import { errorForModel } from './model-output.js';
 import type { IdempotencyStore } from './store.js';
+import { virtual } from './test-utils/virtual-time.js';
 import { idempotentFetch } from './vendor.js';
+
+/** Every case here runs on virtual time (the memory store, no sockets): see virtual-time.ts. */
+const test = (name: string, body: () => Promise<void> | void) => realTest(name, virtual(body));
 
 const call = { toolName: 'charge', turnId: 'turn-1', args: { amount: 5 } };
 
@@ -154,7 +158,7 @@ describe('complete fails once, or its reply is lost (findings 4 and 5)', () => {
     expect(errorForModel(error)?.next).toBe('check-first');
   });
 
-  test('complete failing for the whole lease: store_error that says the effect happened; the model checks first', async () => {
+  test('complete failing past the settle bound (twice the lease, at least 30 s): store_error that says the effect happened; the model checks first', async () => {
     const inner = createMemoryStore();
     let completes = 0;
     const store: IdempotencyStore = withOverrides(inner, {
@@ -163,11 +167,13 @@ describe('complete fails once, or its reply is lost (findings 4 and 5)', () => {
         throw new Error('connection terminated');
       },
     });
-    const error = await createIdempotency({ store, lease: 300 })
+    const started = Date.now();
+    const error = await createIdempotency({ store, lease: 3_000 })
       .run(call, async () => 'charged')
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ reason: 'store_error' });
-    expect(completes).toBeGreaterThan(1); // sent again while the lease was live
+    expect(completes).toBeGreaterThan(20); // sent again past the lease, until the bound
+    expect(Date.now() - started).toBeGreaterThanOrEqual(29_000);
     expect((error as Error).message).toMatch(/its effect happened/);
     expect(errorForModel(error)?.next).toBe('check-first');
   });
@@ -199,7 +205,7 @@ describe('a tool error after a request may have reached the vendor (finding 6)',
 
   test('the same with reconcile: the retry looks the effect up instead', async () => {
     const { received, fetch } = vendorFetch();
-    const idempotency = createIdempotency({ store: createMemoryStore(), lease: 100 });
+    const idempotency = createIdempotency({ store: createMemoryStore() });
     await expect(idempotency.run(call, charge(fetch))).rejects.toThrow('timed out');
     const found = await idempotency.run(call, charge(fetch), {
       reconcile: async () => ({ found: true, value: { id: 'ch_1' } }),

@@ -2,7 +2,8 @@
  * Issue 16, findings 2 and 7: a holder that is alive but stalled must stop believing it owns the
  * call before the store can hand the call to anyone; replies to renewals that arrive after the
  * call finished change nothing. Leases are counted on a monotonic clock from when the claim or
- * renewal was sent, with a margin; a takeover that may run the tool again waits a grace period.
+ * renewal was sent, with a margin; a takeover that may run the tool again first sees the record
+ * unchanged for the settle window (at least a lease) on its own clock.
  * Fake timers (the controllable clock): no verdict depends on how fast the machine is.
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
@@ -89,7 +90,8 @@ describe('a stalled holder (renewals that hang) and its successor', () => {
       },
       { reconcile: async () => ({ found: false }) },
     );
-    await vi.advanceTimersByTimeAsync(GRACE); // the takeover grace
+    // The settle window: the record seen unchanged (no renewal) for a lease on its own clock.
+    await vi.advanceTimersByTimeAsync(LEASE);
     expect(await taking).toMatchObject({ value: 'successor', outcome: 'executed' });
     expect(holderOwnedAtTakeover).toBe(false);
 
@@ -153,7 +155,8 @@ describe('stillOwned is synchronous', () => {
     expect(lease.stillOwned()).toBe(true);
     clock.now = LEASE - GRACE; // the event loop was blocked: no timer ran
     expect(lease.stillOwned()).toBe(false);
-    expect(lease.signal.aborted).toBe(false); // the timer has not had its chance yet
+    // A signal first asked for now is aborted already, though no timer has had its chance yet.
+    expect(lease.signal.aborted).toBe(true);
     lease.stop();
   });
 
@@ -259,7 +262,7 @@ describe('the limit that remains: a process frozen in the middle of a vendor req
     // The successor may run again only because the vendor dedupes by the key it sends.
     const successor = createIdempotency({ store: inner, lease: LEASE });
     const second = successor.run(call, charge, { onStale: 'reexecute', vendorDedupes: true });
-    await vi.advanceTimersByTimeAsync(GRACE);
+    await vi.advanceTimersByTimeAsync(LEASE); // the settle window
     bank.answer();
     await vi.advanceTimersByTimeAsync(0);
     bank.answer();

@@ -1,6 +1,6 @@
 import { createHash, createSecretKey, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { describe, expect, test, vi } from 'vitest';
+import { describe, expect, test as realTest, vi } from 'vitest';
 import { canonicalize } from './canonicalize.js';
 import { deriveKey } from './derive-key.js';
 import {
@@ -15,6 +15,10 @@ import { createIdempotency, type IdempotencyOptions } from './executor.js';
 import { createMemoryStore, type MemoryStore } from './memory-store.js';
 import { errorForModel } from './model-output.js';
 import type { IdempotencyStore } from './store.js';
+import { virtual } from './test-utils/virtual-time.js';
+
+/** Every case here runs on virtual time (the memory store, no sockets): see virtual-time.ts. */
+const test = (name: string, body: () => Promise<void> | void) => realTest(name, virtual(body));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const K1 = randomBytes(32);
@@ -255,7 +259,7 @@ describe('encryption at rest', () => {
     expect((await reader.idempotency.run(call(), async () => 'x')).value).toBe('v');
   });
 
-  test.each<[string, unknown]>([
+  realTest.each<[string, unknown]>([
     ['encryption', 'k1'],
     ['encryption.keys', { keys: null, current: 'k1' }],
     ['encryption.keys.k1', { keys: { k1: randomBytes(16) }, current: 'k1' }],
@@ -331,7 +335,7 @@ describe('argsHmacKey', () => {
     expect(fn).toHaveBeenCalledTimes(1);
   });
 
-  test.each<[string, unknown]>([
+  realTest.each<[string, unknown]>([
     ['too short', randomBytes(31)],
     ['a string', 'x'.repeat(64)],
     ['a number', 42],
@@ -353,7 +357,7 @@ describe('argsHmacKey', () => {
 
 describe('maxResultBytes', () => {
   test('an oversized result fails before it is returned, is kept as a failure, and a retry neither re-runs nor hangs', async () => {
-    const { idempotency, store, events } = setup({ maxResultBytes: 1000, lease: 50 });
+    const { idempotency, store, events } = setup({ maxResultBytes: 1000, lease: 5_000 });
     const fn = vi.fn(async () => ({ blob: 'x'.repeat(2000) }));
     const error = await errorOf(idempotency.run(call(), fn));
     expect(PersistFailedError.isInstance(error)).toBe(true);
@@ -361,7 +365,7 @@ describe('maxResultBytes', () => {
     expect((error as Error).message).toMatch(/2017 bytes of JSON; the limit is 1000/);
     const record = await store.get(idempotency.keyOf(call()).key);
     expect(record?.state).toBe('failed');
-    await sleep(60); // past the lease: a record left in progress would be stale now
+    await sleep(6_000); // past the lease: a record left in progress would be stale now
     const claim = vi.spyOn(store, 'claim');
     const retry = await errorOf(idempotency.run(call(), fn));
     // No hang: one claim answered with the stored failure, no wait behind a running attempt.
@@ -377,10 +381,10 @@ describe('maxResultBytes', () => {
   });
 
   test('a non-JSON result: the same (invalid_result), retry replays the failure', async () => {
-    const { idempotency } = setup({ lease: 50 });
+    const { idempotency } = setup({ lease: 5_000 });
     const fn = vi.fn(async () => ({ n: 1n }));
     expect(await errorOf(idempotency.run(call(), fn))).toMatchObject({ reason: 'invalid_result' });
-    await sleep(60);
+    await sleep(6_000);
     expect(ReplayedFailureError.isInstance(await errorOf(idempotency.run(call(), fn)))).toBe(true);
     expect(fn).toHaveBeenCalledTimes(1);
   });
@@ -435,7 +439,7 @@ describe('maxResultBytes', () => {
     expect(await store.get(key)).toMatchObject({ state: 'in_progress', token: 'dead' });
   });
 
-  test.each([0, -1, 1.5, 'big'])('rejects maxResultBytes %s', (maxResultBytes) => {
+  realTest.each([0, -1, 1.5, 'big'])('rejects maxResultBytes %s', (maxResultBytes) => {
     expect(() =>
       createIdempotency({ store: createMemoryStore(), maxResultBytes: maxResultBytes as number }),
     ).toThrow(/maxResultBytes/);
@@ -493,7 +497,7 @@ describe('onStoreUnavailable', () => {
     const inner = createMemoryStore();
     const store = downStore(inner, { complete: true });
     const { idempotency, events } = setup(
-      { onStoreUnavailable: 'fail-open', lease: 200 },
+      { onStoreUnavailable: 'fail-open', lease: 2_000 },
       store as MemoryStore,
     );
     const fn = vi.fn(async () => 'charged');

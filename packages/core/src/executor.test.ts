@@ -1,4 +1,4 @@
-import { describe, expect, onTestFinished, test, vi } from 'vitest';
+import { describe, expect, test as realTest, vi } from 'vitest';
 import {
   DriftError,
   IdempotencyError,
@@ -15,6 +15,10 @@ import { createIdempotency, type IdempotencyOptions } from './executor.js';
 import { createMemoryStore, type MemoryStore } from './memory-store.js';
 import { NotAnOutcome } from './not-an-outcome.js';
 import type { IdempotencyStore } from './store.js';
+import { virtual } from './test-utils/virtual-time.js';
+
+/** Every case here runs on virtual time (the memory store, no sockets): see virtual-time.ts. */
+const test = (name: string, body: () => Promise<void> | void) => realTest(name, virtual(body));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -321,17 +325,12 @@ describe('review fixes', () => {
   });
 
   test('ttl <= lease: a holder that dies leaves a stale record, not one that expired with its lease', async () => {
-    // The controllable clock: 50 ms leases and ttls must not depend on how fast the machine is.
-    vi.useFakeTimers();
-    onTestFinished(() => {
-      vi.useRealTimers();
-    });
     const inner = createMemoryStore();
     // The holder's renewals never reach the store (as if its process hung, then died).
     const holder = createIdempotency({
       store: faultyStore(inner, { renew: 'throw' }),
-      lease: 50,
-      ttl: 50,
+      lease: 5_000,
+      ttl: 5_000,
     });
     let signal: AbortSignal | undefined;
     let finish!: () => void;
@@ -339,10 +338,10 @@ describe('review fixes', () => {
       signal = ctx.signal;
       return new Promise<string>((resolve) => (finish = () => resolve('late')));
     });
-    await vi.advanceTimersByTimeAsync(75);
+    await sleep(7_500);
     // Its lease ran out (no renewal got through for a whole lease): the tool is told to stop.
     expect(signal?.aborted).toBe(true);
-    const retry = createIdempotency({ store: inner, lease: 50, ttl: 50 });
+    const retry = createIdempotency({ store: inner, lease: 5_000, ttl: 5_000 });
     const fn = vi.fn(async () => 'again');
     await expect(retry.run(call(), fn)).rejects.toSatisfy(OutcomeUnknownError.isInstance);
     expect(fn).not.toHaveBeenCalled();
@@ -377,10 +376,11 @@ describe('waiting behind a holder that dies', () => {
       OutcomeUnknownError.isInstance,
     );
     // One claim saw it running, the next ones at the capped first wait and at its lease expiry:
-    // a few claims, not a poll, and well inside the test's 3 s (our own lease is 30 s).
+    // a few claims, not a poll, long before our own 30 s lease could have run out.
     expect(claim.mock.calls.length).toBeGreaterThanOrEqual(2);
     expect(claim.mock.calls.length).toBeLessThanOrEqual(3);
-  }, 3000);
+    expect(performance.now()).toBeLessThan(30_000); // virtual time since the test began
+  });
 });
 
 describe('stale records (a holder died mid-way)', () => {
@@ -443,8 +443,7 @@ describe('stale records (a holder died mid-way)', () => {
   });
 
   test('reconcile cannot tell (undefined or throws): OutcomeUnknownError', async () => {
-    // A short lease: reconcile runs after a grace of a tenth of it.
-    const { idempotency, store } = setup({ lease: 100 });
+    const { idempotency, store } = setup();
     const { key, fingerprint } = idempotency.keyOf(call());
     await crashedAttempt(store, key, fingerprint);
     const fn = vi.fn(async () => 'ran');
@@ -463,7 +462,7 @@ describe('stale records (a holder died mid-way)', () => {
   });
 
   test("onStale: 'reexecute' runs again, only when the tool declares vendorDedupes", async () => {
-    const { idempotency, store } = setup({ lease: 100 });
+    const { idempotency, store } = setup();
     const { key, fingerprint } = idempotency.keyOf(call());
     await crashedAttempt(store, key, fingerprint);
     const keys: string[] = [];
@@ -510,20 +509,14 @@ describe('stale records (a holder died mid-way)', () => {
 
 describe('leases', () => {
   test('a long tool keeps its lease renewed: a duplicate waits instead of finding it stale', async () => {
-    // The controllable clock: renewals every lease/3 of a 40 ms lease, without a real deadline.
-    vi.useFakeTimers();
-    onTestFinished(() => {
-      vi.useRealTimers();
-    });
-    const { idempotency } = setup({ lease: 40 });
+    const { idempotency } = setup({ lease: 4_000, waitTimeout: 60_000 });
     const fn = vi.fn(async () => {
-      await sleep(200);
+      await sleep(20_000);
       return 'done';
     });
     const holder = idempotency.run(call(), fn);
-    await vi.advanceTimersByTimeAsync(120); // three leases: only renewals keep it live
+    await sleep(12_000); // three leases: only renewals keep it live
     const duplicate = idempotency.run(call(), fn);
-    await vi.advanceTimersByTimeAsync(100);
     expect(await duplicate).toMatchObject({ replayed: true, outcome: 'waited', value: 'done' });
     expect((await holder).replayed).toBe(false);
     expect(fn).toHaveBeenCalledTimes(1);
@@ -531,14 +524,14 @@ describe('leases', () => {
 
   test('a holder that lost its lease gets PersistFailedError and its signal is aborted', async () => {
     const store = createMemoryStore();
-    const { idempotency } = setup({ lease: 30 }, store);
+    const { idempotency } = setup({ lease: 3_000 }, store);
     let signal: AbortSignal | undefined;
     const holder = idempotency.run(call(), async (_a, ctx) => {
       signal = ctx.signal;
-      await sleep(150);
+      await sleep(15_000);
       return 'late';
     });
-    await sleep(10);
+    await sleep(1_000);
     // Another attempt steals the record (as a takeover after a wrongly presumed crash would).
     const key = idempotency.keyOf(call()).key;
     const record = await store.get(key);
@@ -574,13 +567,13 @@ describe('store failures', () => {
     const inner = createMemoryStore();
     const idempotency = createIdempotency({
       store: faultyStore(inner, { complete: 'throw' }),
-      lease: 20,
+      lease: 2_000,
     });
     const fn = vi.fn(async () => 'charged');
     await expect(idempotency.run(call(), fn)).rejects.toSatisfy(
       (e) => PersistFailedError.isInstance(e) && e.reason === 'store_error',
     );
-    await sleep(30);
+    await sleep(3_000);
     const healthy = createIdempotency({ store: inner });
     await expect(healthy.run(call(), fn)).rejects.toSatisfy(OutcomeUnknownError.isInstance);
     expect(fn).toHaveBeenCalledTimes(1);
@@ -640,7 +633,7 @@ describe('bad input: typed error, nothing runs, nothing is stored', () => {
   );
   add('non-function tool', 'fn', () => idempotency.run(call(), 'nope' as never));
 
-  test.each(cases)('%s', async (_name, run, field) => {
+  realTest.each(cases)('%s', async (_name, run, field) => {
     await expect(run()).rejects.toSatisfy(
       (e) =>
         InvalidInputError.isInstance(e) &&

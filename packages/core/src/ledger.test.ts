@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test as realTest } from 'vitest';
 import { InvalidInputError, OutcomeUnknownError, PersistFailedError } from './errors/index.js';
 import type { IdempotencyEvent } from './events.js';
 import {
@@ -9,6 +9,10 @@ import {
 } from './executor.js';
 import type { VendorCallPolicy } from './ledger.js';
 import { createMemoryStore, type MemoryStore } from './memory-store.js';
+import { virtual } from './test-utils/virtual-time.js';
+
+/** Every case here runs on virtual time (the memory store, no sockets): see virtual-time.ts. */
+const test = (name: string, body: () => Promise<void> | void) => realTest(name, virtual(body));
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -87,7 +91,7 @@ async function pending(store: MemoryStore, k: { key: string; fingerprint: string
     fingerprint: k.fingerprint,
     token: 'dead',
     leaseMs: 1,
-    ttlMs: 60_000,
+    ttlMs: 3_600_000,
   });
   await sleep(5);
 }
@@ -222,9 +226,7 @@ describe('vendorCall: the ledger for vendors without idempotency', () => {
   });
 
   test('stale -> reconcile finds the effect at the vendor and adopts it', async () => {
-    // A short lease: reconcile runs after a grace of a tenth of it.
     const { idempotency, store, vendor, payout } = setup({
-      lease: 100,
       onStale: 'reexecute',
       vendorDedupes: true,
     });
@@ -249,7 +251,7 @@ describe('vendorCall: the ledger for vendors without idempotency', () => {
   });
 
   test('stale -> reconcile cannot tell (or there is none) -> OutcomeUnknownError; the row stays', async () => {
-    const { idempotency, store, vendor, payout, byReference } = setup({ lease: 100 });
+    const { idempotency, store, vendor, payout, byReference } = setup();
     const k = ledgerKey(idempotency, call());
     await pending(store, k);
     for (const policy of [
@@ -275,9 +277,7 @@ describe('vendorCall: the ledger for vendors without idempotency', () => {
   });
 
   test("stale -> 'reexecute' needs the declaration; the executor's default does not leak in", async () => {
-    // A short lease: reconcile runs after a grace of a tenth of it.
     const { idempotency, store, vendor, payout } = setup({
-      lease: 100,
       onStale: 'reexecute',
       vendorDedupes: true,
     });

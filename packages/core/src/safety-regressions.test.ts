@@ -65,7 +65,7 @@ describe('http: the handler policy is not pinned against the executor given', ()
   async function staleRetry(options: { onStale?: 'reexecute'; vendorDedupes?: boolean }) {
     const clock = { now: 1_000_000 };
     const store = createMemoryStore({ now: () => clock.now });
-    const idempotency = createIdempotency({ store, lease: 100, ...options });
+    const idempotency = createIdempotency({ store, lease: 1_000, ...options });
     let effects = 0;
     const wrapped = idempotentHandler(
       async () => Response.json({ id: ++effects }, { status: 201 }),

@@ -1,8 +1,9 @@
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test as realTest } from 'vitest';
 import { InvalidInputError } from './errors/index.js';
 import { createIdempotency, type ExecutionContext } from './executor.js';
 import { parseIdempotencyKey } from './http/header.js';
 import { createMemoryStore } from './memory-store.js';
+import { virtual } from './test-utils/virtual-time.js';
 import {
   currentExecutionContext,
   idempotencyHeaders,
@@ -10,6 +11,9 @@ import {
   vendorKey,
   withExecutionContext,
 } from './vendor.js';
+
+/** Every case here runs on virtual time (the memory store, no sockets): see virtual-time.ts. */
+const test = (name: string, body: () => Promise<void> | void) => realTest(name, virtual(body));
 
 const ctx = (key: string): ExecutionContext => ({
   key,

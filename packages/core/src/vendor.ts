@@ -10,26 +10,44 @@ import { serializeSfString } from './http/header.js';
 
 const storage = new AsyncLocalStorage<ExecutionContext>();
 
-/** What an attempt sent, as far as the vendor helpers saw (for `onToolError: 'auto'`). */
+/** What an attempt sent, as far as the executor saw (for `onToolError: 'auto'`). */
 export interface SentEffects {
   /** Mutating requests that carried the key (`idempotentFetch`, `idempotencyHeaders`). */
   keyed: number;
   /** Vendor calls recorded in the ledger (`vendorCall`). */
   ledger: number;
+  /**
+   * Requests that left the process while the tool ran (`fetch`, `node:http`, any SDK on them),
+   * with a method that is not safe (not GET, HEAD, OPTIONS or TRACE): see `sent-requests.ts`.
+   */
+  requests: number;
 }
 const sentEffects = new WeakMap<ExecutionContext, SentEffects>();
+const NOTHING_SENT: SentEffects = Object.freeze({ keyed: 0, ledger: 0, requests: 0 });
 
 /** @internal Note that `context`'s attempt sent a request of `kind`. */
 export function noteEffect(context: ExecutionContext, kind: keyof SentEffects): void {
-  const sent = sentEffects.get(context) ?? { keyed: 0, ledger: 0 };
+  const sent = sentEffects.get(context) ?? { keyed: 0, ledger: 0, requests: 0 };
   sent[kind]++;
   sentEffects.set(context, sent);
 }
 
-/** @internal What the vendor helpers saw `context`'s attempt send. */
+/** @internal What `context`'s attempt was seen to send. */
 export function effectsOf(context: ExecutionContext): SentEffects {
-  return sentEffects.get(context) ?? { keyed: 0, ledger: 0 };
+  return sentEffects.get(context) ?? NOTHING_SENT;
 }
+
+/**
+ * @internal Run `fn` outside any tool's context: the executor's own store operations (a
+ * `vendorCall`'s claim inside a tool, say) are not requests of the tool, and a store over HTTP
+ * (DynamoDB, a REST Redis) must not count as the tool's effect.
+ */
+export function outsideTools<T>(fn: () => T): T {
+  return storage.getStore() === undefined ? fn() : storage.exit(fn);
+}
+
+/** @internal The context of the tool call running now (for the request observers). */
+export const runningContext = (): ExecutionContext | undefined => storage.getStore();
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
@@ -37,8 +55,19 @@ const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * tool it runs; call it yourself only for a context you built (e.g. an unwrapped tool's).
  */
 export function withExecutionContext<T>(context: ExecutionContext, fn: () => T): T {
-  const outer = storage.getStore();
-  if (outer !== undefined && outer !== context) enclosing.set(context, outer);
+  return runInContext(context, storage.getStore(), fn);
+}
+
+/**
+ * @internal Run `fn` in `context`, a call made while `around` was running (the tool call a
+ * `vendorCall` is part of): `isRunningAround` sees both.
+ */
+export function runInContext<T>(
+  context: ExecutionContext,
+  around: ExecutionContext | undefined,
+  fn: () => T,
+): T {
+  if (around !== undefined && around !== context) enclosing.set(context, around);
   return storage.run(context, fn);
 }
 
@@ -50,8 +79,11 @@ const enclosing = new WeakMap<ExecutionContext, ExecutionContext>();
  * or one it runs inside. A call of the same key inside it would wait for itself (a tool wrapped
  * twice), so the executor refuses it.
  */
-export function isRunningAround(key: string): boolean {
-  for (let ctx = storage.getStore(); ctx !== undefined; ctx = enclosing.get(ctx)) {
+export function isRunningAround(
+  key: string,
+  around: ExecutionContext | undefined = storage.getStore(),
+): boolean {
+  for (let ctx = around; ctx !== undefined; ctx = enclosing.get(ctx)) {
     if (ctx.key === key) return true;
   }
   return false;

@@ -9,7 +9,7 @@ import type { CallOutcome, EventHandler, IdempotencyEvent } from '../events.js';
 import type { ClaimInput, ClaimResult, IdempotencyRecord, IdempotencyStore } from '../store.js';
 import { describeError, type OpenedOutcome } from './outcome.js';
 import type { ResolvedPolicy } from './policy.js';
-import type { Call, ToolFunction } from './types.js';
+import type { Call, ExecutionContext, ToolFunction } from './types.js';
 
 /** Waiters of this executor, by key. */
 export interface LocalWaiters {
@@ -34,11 +34,22 @@ export interface Engine {
   reclaim(input: ClaimInput): Promise<ClaimResult>;
   /** The monotonic clock of leases and grace periods (`performance.now`). */
   now(): number;
+  /**
+   * Claims of this executor that may have landed while nothing ran under them (every attempt
+   * to send the claim failed): key -> token. Released in the background; a later call of the
+   * key that meets the record releases it at once instead of waiting for it to go stale.
+   */
+  readonly orphans: Map<string, string>;
+  /** When this executor first saw each version of a stale record (its monotonic clock). */
+  readonly staleSince: Map<string, number>;
 }
 
 /** One call being run: what every step of the state machine reads, and its one event. */
 export class CallRun<Args, Result> {
+  /** When the call started, ms since the epoch (the event's). */
   readonly startedAt = Date.now();
+  /** When the call started on the engine's monotonic clock (its waits are measured on it). */
+  readonly startedTick: number;
   /** Time spent waiting for a running duplicate. */
   waitedMs = 0;
   #finished = false;
@@ -58,7 +69,10 @@ export class CallRun<Args, Result> {
     readonly key: string,
     readonly fingerprint: string,
     readonly argsBytes: number,
+    /** The tool call this call was made in (a `vendorCall`'s), if any. */
+    readonly around?: ExecutionContext,
   ) {
+    this.startedTick = engine.now();
     this.claimTtl = policy.ttl + policy.lease;
     const meta: { toolName: string; scope?: string; turnId?: string } = {
       toolName: call.toolName,

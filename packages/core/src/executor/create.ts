@@ -13,8 +13,9 @@ import { createOutcomeCodec } from '../encryption.js';
 import { InvalidInputError } from '../errors/index.js';
 import { createVendorCall } from '../ledger.js';
 import { unknownOption } from '../option-names.js';
+import { watchRequests } from '../sent-requests.js';
 import type { IdempotencyRecord } from '../store.js';
-import { isRunningAround } from '../vendor.js';
+import { isRunningAround, outsideTools, runningContext } from '../vendor.js';
 import { CallRun, type Engine } from './call-run.js';
 import { runClaimLoop } from './machine.js';
 import type { OpenedOutcome } from './outcome.js';
@@ -88,6 +89,7 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
   }
   checkBytes('maxArgsBytes', maxArgsBytes);
   checkBytes('maxResultBytes', maxResultBytes);
+  watchRequests();
   const hash = keyHasher(argsHmacKey);
   const policyFor = createPolicies(defaults);
   const engine: Engine = {
@@ -100,6 +102,8 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     waiters: createLocalWaiters(),
     reclaim: createReclaimer(store),
     now: () => performance.now(),
+    orphans: new Map(),
+    staleSince: new Map(),
   };
 
   function derive<Args>(
@@ -165,8 +169,16 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
     }
     const policy = policyFor(toolPolicy);
     const { key, fingerprint, argsBytes } = derive(call, policy);
-    if (isRunningAround(key)) throw wrappedTwice(call.toolName);
-    return runClaimLoop(new CallRun(engine, call, fn, policy, key, fingerprint, argsBytes));
+    const around = runningContext();
+    if (around === undefined) {
+      return runClaimLoop(new CallRun(engine, call, fn, policy, key, fingerprint, argsBytes));
+    }
+    // A call made inside a tool (a vendorCall, a nested tool): refused when it is the tool itself
+    // (made idempotent twice); its store operations and timers run outside the tool's context,
+    // so they are never counted as the tool's requests.
+    if (isRunningAround(key, around)) throw wrappedTwice(call.toolName);
+    const nested = new CallRun(engine, call, fn, policy, key, fingerprint, argsBytes, around);
+    return outsideTools(() => runClaimLoop(nested));
   }
 
   return {

@@ -4,7 +4,7 @@
  * `unguarded`.
  */
 import { IdempotencyError } from '../errors/index.js';
-import { withExecutionContext } from '../vendor.js';
+import { runInContext } from '../vendor.js';
 import type { CallRun } from './call-run.js';
 import type { ExecutionContext, IdempotentResult } from './types.js';
 
@@ -22,7 +22,7 @@ export async function runUnguarded<Args, Result>(
   };
   let value: Result;
   try {
-    value = await withExecutionContext(context, () => run.fn(call.args, context));
+    value = await runInContext(context, run.around, () => run.fn(call.args, context));
   } catch (error) {
     run.finish('unguarded', IdempotencyError.isInstance(error) ? error.code : 'tool_error');
     throw error;

@@ -82,6 +82,11 @@ class HeldLease implements Lease {
   }
 
   get signal(): AbortSignal {
+    // A long synchronous step may have run past the lease before any timer could fire: a signal
+    // first asked for then is already aborted, as `stillOwned()` already says.
+    if (!this.#stopped && this.#lost === undefined && this.now() >= this.#ownedUntil) {
+      this.#lose('no-renewal');
+    }
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
       if (this.#lost !== undefined) this.#controller.abort(this.#lost);

@@ -16,7 +16,7 @@ import type { ClaimInput, ClaimResult } from '../store.js';
 import type { CallRun } from './call-run.js';
 import { runUnguarded } from './fail-open.js';
 import { replay } from './replay.js';
-import { runTool } from './run-tool.js';
+import { runTool, settleWriteBound } from './run-tool.js';
 import { settleStale } from './stale.js';
 import type { IdempotentResult } from './types.js';
 import { newWaitState, type WaitState, waitOnce } from './wait.js';
@@ -54,7 +54,7 @@ async function claimAgain<Args, Result>(
   for (let attempt = 0; ; attempt++) {
     const pause = CLAIM_RETRIES_MS[attempt];
     if (!StoreUnavailableError.isInstance(error) || pause === undefined) {
-      engine.store.release(input.key, input.token).catch(() => false);
+      releaseOrphan(run, input.key, input.token);
       throw error;
     }
     await new Promise((resolve) => setTimeout(resolve, pause));
@@ -64,6 +64,41 @@ async function claimAgain<Args, Result>(
       error = next;
     }
   }
+}
+
+/**
+ * A claim that may have landed though no attempt to send it got an answer: nothing ran under
+ * it, so it must never leave the key to go stale (a retry would meet outcome-unknown for a call
+ * that never ran). Released in the background, sent again while the store fails, for as long as
+ * a settling write is (`settleWriteBound`); meanwhile a call of this executor that meets the
+ * record releases it at once (`releaseMet`).
+ */
+function releaseOrphan<Args, Result>(run: CallRun<Args, Result>, key: string, token: string) {
+  const { engine } = run;
+  engine.orphans.set(key, token);
+  const until = engine.now() + settleWriteBound(run.policy.lease);
+  const forget = () => {
+    if (engine.orphans.get(key) === token) engine.orphans.delete(key);
+  };
+  const attempt = (pause: number) => {
+    engine.store.release(key, token).then(forget, () => {
+      if (engine.orphans.get(key) !== token || engine.now() + pause >= until) return forget();
+      setTimeout(() => attempt(Math.min(pause * 2, 5_000)), pause).unref?.();
+    });
+  };
+  attempt(100);
+}
+
+/** A record held by an orphaned claim of this executor: release it now (true), or not ours. */
+async function releaseMet<Args, Result>(
+  run: CallRun<Args, Result>,
+  record: { token: string },
+): Promise<boolean> {
+  const { engine, key } = run;
+  if (engine.orphans.get(key) !== record.token) return false;
+  await run.storeCall('release', () => engine.store.release(key, record.token));
+  if (engine.orphans.get(key) === record.token) engine.orphans.delete(key);
+  return true;
 }
 
 export async function runClaimLoop<Args, Result>(
@@ -124,13 +159,15 @@ export async function runClaimLoop<Args, Result>(
             }),
           );
         case 'stale': {
+          if (await releaseMet(run, claim.record)) continue;
           const settled = await settleStale(run, claim.record);
           if (settled !== 'retry') return settled;
           continue;
         }
         case 'in_progress': {
+          if (await releaseMet(run, claim.record)) continue;
           wait ??= newWaitState(run as CallRun<unknown, unknown>);
-          if (policy.onInProgress === 'reject' || Date.now() >= wait.deadline) {
+          if (policy.onInProgress === 'reject' || engine.now() >= wait.deadline) {
             return run.fail(
               'in-progress',
               new InProgressError({

@@ -92,7 +92,7 @@ export function asStored<T>(value: T, encoded: string): T {
     value === null ||
     typeof value === 'string' ||
     typeof value === 'boolean' ||
-    (typeof value === 'number' && Number.isFinite(value))
+    (typeof value === 'number' && Number.isFinite(value) && !Object.is(value, -0))
   ) {
     return value;
   }

@@ -29,6 +29,24 @@ function checkDuration(field: string, value: unknown): number {
   return value;
 }
 
+/**
+ * Shortest lease accepted: 1 s. A lease is renewed every third of it while the tool runs, and a
+ * holder gives up a tenth of it early; under a second, an event-loop stall of a few hundred ms
+ * loses the call. A smaller number is most likely seconds written for milliseconds.
+ */
+export const MIN_LEASE_MS = 1_000;
+
+function checkLease(value: unknown): number {
+  const lease = checkDuration('lease', value);
+  if (lease < MIN_LEASE_MS) {
+    throw new InvalidInputError({
+      field: 'lease',
+      message: `lease is in milliseconds and must be at least ${MIN_LEASE_MS} (1 s), got ${lease}${lease <= 600 ? `: for ${lease} seconds write ${lease * 1000}` : ''}.`,
+    });
+  }
+  return lease;
+}
+
 function checkChoice<T extends string>(field: string, value: unknown, choices: readonly T[]): T {
   if (!choices.includes(value as T)) {
     throw new InvalidInputError({
@@ -64,6 +82,8 @@ export interface ResolvedPolicy<Args, Result> {
   ttl: number;
   lease: number;
   waitTimeout: number;
+  /** How long a stale record must be seen unchanged before it is taken over (>= lease). */
+  settleWindow: number;
   onDrift: 'reject' | 'replay';
   onInProgress: 'wait' | 'reject';
   onStale: 'outcome-unknown' | 'reexecute';
@@ -93,9 +113,15 @@ export function resolvePolicy<Args, Result>(
     }
     return value;
   };
+  const lease = checkLease(policy.lease ?? defaults.lease ?? DEFAULTS.lease);
+  const settleWindow = policy.settleWindow ?? defaults.settleWindow;
   return {
     ttl: checkDuration('ttl', policy.ttl ?? defaults.ttl ?? DEFAULTS.ttl),
-    lease: checkDuration('lease', policy.lease ?? defaults.lease ?? DEFAULTS.lease),
+    lease,
+    settleWindow: Math.max(
+      lease,
+      settleWindow === undefined ? lease : checkDuration('settleWindow', settleWindow),
+    ),
     waitTimeout: checkDuration(
       'waitTimeout',
       policy.waitTimeout ?? defaults.waitTimeout ?? DEFAULTS.waitTimeout,

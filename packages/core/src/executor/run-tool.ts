@@ -6,7 +6,7 @@
  */
 import { IdempotencyError, PersistFailedError } from '../errors/index.js';
 import { NotAnOutcome } from '../not-an-outcome.js';
-import { effectsOf, type SentEffects, withExecutionContext } from '../vendor.js';
+import { effectsOf, runInContext, type SentEffects } from '../vendor.js';
 import type { CallRun } from './call-run.js';
 import { holdLease, type Lease } from './lease.js';
 import { asStored, describeError, type StoredOutcome } from './outcome.js';
@@ -29,14 +29,14 @@ export async function runTool<Args, Result>(
   try {
     // The tool runs inside its context: idempotentFetch, idempotencyHeaders and vendorCall
     // find its key without being handed `ctx`.
-    value = await withExecutionContext(context, () => run.fn(call.args, context));
+    value = await runInContext(context, run.around, () => run.fn(call.args, context));
   } catch (error) {
     lease.stop();
-    await settleError(run, token, lease, error, effectsOf(context));
+    await settleError(run, token, error, effectsOf(context));
     throw error;
   }
   lease.stop();
-  return persist(run, token, lease, value);
+  return persist(run, token, value);
 }
 
 /**
@@ -65,18 +65,28 @@ class ToolContext implements ExecutionContext {
 const WRITE_RETRIES_MS = [25, 100, 400, 1_000];
 
 /**
- * A fenced write (`complete`, `release`, `renew`), sent again while it fails and this attempt
- * still owns the call: each is safe to repeat (a store answers a write it already applied for
- * this token as applied), and one transient error must not lose a result. Throws the last error
- * once the lease has run out.
+ * How long the write that settles an attempt (`complete`, `release`, the `renew` that keeps it)
+ * is sent again while the store fails: twice the lease, at least 30 s (docs/design.md, "Every
+ * store operation is safe to send again"). Past the lease too: each write is fenced by the
+ * token, so the store refuses it once another attempt took the call over, and until then it is
+ * this attempt's to settle.
  */
-async function fencedWrite<T>(lease: Lease, write: () => Promise<T>): Promise<T> {
+export const settleWriteBound = (leaseMs: number): number => Math.max(2 * leaseMs, 30_000);
+
+/**
+ * A fenced write that settles the attempt, sent again while it fails (each is safe to repeat: a
+ * store answers a write it already applied for this token as applied), until the store answers
+ * (applied, or fenced out) or `settleWriteBound` has passed; then the last error is thrown.
+ */
+async function fencedWrite<T>(run: CallRun<unknown, unknown>, write: () => Promise<T>): Promise<T> {
+  const { engine } = run;
+  const until = engine.now() + settleWriteBound(run.policy.lease);
   for (let attempt = 0; ; attempt++) {
     try {
       return await write();
     } catch (error) {
-      if (!lease.stillOwned()) throw error;
       const pause = WRITE_RETRIES_MS[Math.min(attempt, WRITE_RETRIES_MS.length - 1)] as number;
+      if (engine.now() + pause >= until) throw error;
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
@@ -84,9 +94,10 @@ async function fencedWrite<T>(lease: Lease, write: () => Promise<T>): Promise<T>
 
 /**
  * Whether a tool error keeps the attempt unfinished (its effect may have happened) rather than
- * releasing the claim. `auto`: keep when a request that carried the key went to a vendor not
- * declared to dedupe by it; release when nothing was sent, when every vendor dedupes, or when
- * the effects are in the ledger (a retry meets the ledger's own record first).
+ * releasing the claim. `auto`: keep when a request left for a vendor not declared to dedupe by
+ * the key (a keyed request of the vendor helpers, or any other request seen leaving: plain
+ * `fetch`, `node:http`); release when nothing left, when every vendor dedupes, or when the
+ * effects are in the ledger (a retry meets the ledger's own record first).
  */
 function keepsAttempt(
   onToolError: 'auto' | 'release' | 'keep',
@@ -94,14 +105,13 @@ function keepsAttempt(
   sent: SentEffects,
 ): boolean {
   if (onToolError !== 'auto') return onToolError === 'keep';
-  return sent.keyed > 0 && !vendorDedupes;
+  return (sent.keyed > 0 || sent.requests > 0) && !vendorDedupes;
 }
 
 /** The tool threw: store it (terminal), keep the attempt unfinished, or release the claim. */
 async function settleError<Args, Result>(
   run: CallRun<Args, Result>,
   token: string,
-  lease: Lease,
   error: unknown,
   sent: SentEffects,
 ): Promise<void> {
@@ -125,17 +135,21 @@ async function settleError<Args, Result>(
       json = JSON.stringify({ e } satisfies StoredOutcome);
     }
     const outcome = engine.codec.seal(key, 'failed', json);
-    await fencedWrite(lease, () =>
+    await fencedWrite(run as CallRun<unknown, unknown>, () =>
       store.complete({ key, token, state: 'failed', outcome, ttlMs: policy.ttl }),
     ).catch(() => false);
   } else if (!passedOn && keepsAttempt(policy.onToolError, policy.vendorDedupes, sent)) {
     // The effect may have happened: leave the attempt unfinished, its lease run out now, so the
     // next retry finds it stale (reconcile, else outcome-unknown) without waiting.
-    await fencedWrite(lease, () => store.renew(key, token, 1)).catch(() => false);
+    await fencedWrite(run as CallRun<unknown, unknown>, () => store.renew(key, token, 1)).catch(
+      () => false,
+    );
   } else {
     // Retryable: free the key so a retry may run. If this fails the record goes stale, which is
     // the safe side (a retry meets outcome-unknown, never a blind re-run).
-    await fencedWrite(lease, () => store.release(key, token)).catch(() => false);
+    await fencedWrite(run as CallRun<unknown, unknown>, () => store.release(key, token)).catch(
+      () => false,
+    );
   }
   engine.waiters.wake(key);
   run.finish(
@@ -148,7 +162,6 @@ async function settleError<Args, Result>(
 async function persist<Args, Result>(
   run: CallRun<Args, Result>,
   token: string,
-  lease: Lease,
   value: Result,
 ): Promise<IdempotentResult<Result>> {
   const { engine, key, call, policy } = run;
@@ -181,7 +194,7 @@ async function persist<Args, Result>(
       e: { name: 'PersistFailedError', message: refused.message, code: 'invalid_result' },
     } satisfies StoredOutcome);
     const outcome = codec.seal(key, 'failed', failure);
-    await fencedWrite(lease, () =>
+    await fencedWrite(run as CallRun<unknown, unknown>, () =>
       store.complete({ key, token, state: 'failed', outcome, ttlMs: policy.ttl }),
     ).catch(() => false);
     engine.waiters.wake(key);
@@ -190,7 +203,7 @@ async function persist<Args, Result>(
   const outcome = codec.seal(key, 'completed', encoded);
   let owned: boolean | 'gone' | 'taken';
   try {
-    owned = await fencedWrite(lease, () =>
+    owned = await fencedWrite(run as CallRun<unknown, unknown>, () =>
       store.complete({ key, token, state: 'completed', outcome, ttlMs: policy.ttl }),
     );
   } catch (cause) {

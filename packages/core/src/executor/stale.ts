@@ -8,19 +8,60 @@ import { randomUUID } from 'node:crypto';
 import { InvalidInputError, OutcomeUnknownError } from '../errors/index.js';
 import type { IdempotencyRecord } from '../store.js';
 import type { CallRun } from './call-run.js';
-import { leaseMargin } from './lease.js';
 import { asStored, type StoredOutcome } from './outcome.js';
 import { runTool } from './run-tool.js';
 import type { IdempotentResult, Reconciliation } from './types.js';
 
+/** How often a watched stale record is read again (a fraction of the lease). */
+const WATCH_READS_PER_LEASE = 4;
+
 /**
- * Settle a stale record; `'retry'`: it changed meanwhile (taken over, finished): claim again.
+ * Whether the stale `record` stays as it is (same attempt, same lease: no renewal, no outcome)
+ * for the policy's `settleWindow` (at least a lease), on this executor's monotonic clock. The
+ * store's clock alone never decides a takeover: a store whose clock stepped forward calls a live
+ * holder's record stale, but that holder renews within a third of a lease, which shows here. The
+ * window also gives a request the holder sent just before it stopped the time to commit at the
+ * vendor before `reconcile` asks. The first sighting of a record version is remembered per
+ * executor, so a retry of the same call does not wait from the start again.
+ */
+async function staysStale<Args, Result>(
+  run: CallRun<Args, Result>,
+  record: IdempotencyRecord,
+): Promise<boolean> {
+  const { engine, key, policy } = run;
+  const version = `${key}\u0000${record.token}\u0000${record.leaseExpiresAt}`;
+  const seen = engine.staleSince.get(version) ?? engine.now();
+  engine.staleSince.set(version, seen);
+  const until = seen + policy.settleWindow;
+  try {
+    for (;;) {
+      const left = until - engine.now();
+      if (left <= 0) return true;
+      const pause = Math.min(left, Math.ceil(policy.lease / WATCH_READS_PER_LEASE));
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      const now = await run.storeCall('get', () => engine.store.get(key));
+      if (
+        now === undefined ||
+        now.state !== 'in_progress' ||
+        now.token !== record.token ||
+        now.leaseExpiresAt !== record.leaseExpiresAt
+      ) {
+        engine.staleSince.delete(version);
+        return false;
+      }
+    }
+  } finally {
+    if (engine.staleSince.size > 10_000) engine.staleSince.clear();
+  }
+}
+
+/**
+ * Settle a stale record; `'retry'`: it changed meanwhile (renewed, taken over, finished): claim
+ * again.
  *
- * A policy that may run the tool again (`reconcile`, `onStale: 'reexecute'`) first waits a grace
- * period past the lease (`leaseMargin`): the holder stopped believing it owned the call a margin
- * before the store's lease ran out; the grace gives a request it sent just before that as long
- * again to reach the vendor before `reconcile` asks, and a holder that was only slow the time to
- * finish (the takeover is fenced: it fails if the holder renewed or completed meanwhile).
+ * A policy that may run the tool again (`reconcile`, `onStale: 'reexecute'`) first watches the
+ * record stay stale for the settle window (`staysStale`); the takeover is fenced besides: it fails
+ * if the holder renewed or completed meanwhile.
  */
 export async function settleStale<Args, Result>(
   run: CallRun<Args, Result>,
@@ -28,7 +69,7 @@ export async function settleStale<Args, Result>(
 ): Promise<IdempotentResult<Result> | 'retry'> {
   const { engine, key, call, policy } = run;
   if (policy.reconcile !== undefined || policy.onStale === 'reexecute') {
-    await new Promise((resolve) => setTimeout(resolve, leaseMargin(policy.lease)));
+    if (!(await staysStale(run, record))) return 'retry';
   }
   let found: Reconciliation<Result>;
   let reconcileError: unknown;

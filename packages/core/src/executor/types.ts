@@ -116,6 +116,16 @@ export interface ToolPolicy<Args = unknown, Result = unknown> {
    */
   reconcile?: (context: ReconcileContext<Args>) => Promise<Reconciliation<Result>>;
   /**
+   * How long a request that a stale attempt sent may still take to reach its vendor and commit
+   * there, in ms. Before `reconcile` is asked (or `onStale: 'reexecute'` runs again), the stale
+   * record must have been seen unchanged (no renewal, no outcome) for this long, at least a
+   * lease, on this process's monotonic clock: a live holder renews within a third of a lease
+   * whatever the store's clock did, and a request the holder sent just before it stopped gets
+   * this long to show at the vendor before `reconcile` decides it did not happen. Set it above
+   * your vendors' request timeouts. @default the lease
+   */
+  settleWindow?: number;
+  /**
    * A stale record that `reconcile` could not settle: `'outcome-unknown'` fails the call
    * (OutcomeUnknownError); `'reexecute'` runs the tool again, which needs `vendorDedupes: true`
    * (else InvalidInputError). @default 'outcome-unknown'
@@ -174,6 +184,7 @@ export const TOOL_POLICY_FIELDS: readonly (keyof ToolPolicy)[] = [
   'onInProgress',
   'waitTimeout',
   'reconcile',
+  'settleWindow',
   'onStale',
   'vendorDedupes',
   'isTerminalError',
@@ -196,6 +207,7 @@ export const IDEMPOTENCY_OPTION_FIELDS: readonly (keyof IdempotencyOptions)[] = 
   'onDrift',
   'onInProgress',
   'waitTimeout',
+  'settleWindow',
   'onStale',
   'vendorDedupes',
   'isTerminalError',

@@ -82,11 +82,12 @@ export function createReclaimer(
 export interface WaitState {
   /** The next adaptive poll interval, for stores that cannot push. */
   pollMs: number;
+  /** When the wait gives up, on the engine's monotonic clock (no wall-clock step moves it). */
   readonly deadline: number;
 }
 
 export function newWaitState(run: CallRun<unknown, unknown>): WaitState {
-  return { pollMs: 2, deadline: run.startedAt + run.policy.waitTimeout };
+  return { pollMs: 2, deadline: run.startedTick + run.policy.waitTimeout };
 }
 
 /**
@@ -105,14 +106,16 @@ export async function waitOnce(
   state: WaitState,
 ): Promise<void> {
   const { store, waiters } = run.engine;
-  const now = Date.now();
-  const untilStale = record.leaseExpiresAt - now + 1;
+  // The record's lease is on the store's clock, read against the wall clock; how long this call
+  // may still wait is on the monotonic clock.
+  const untilStale = record.leaseExpiresAt - Date.now() + 1;
+  const tick = run.engine.now();
   const poll = !store.capabilities.notifiesChanges
     ? state.pollMs
     : untilStale <= 0
       ? state.pollMs
       : Math.min(untilStale, run.policy.lease, run.waitedMs > 0 ? run.policy.lease : FIRST_WAIT_MS);
-  const timeout = Math.max(1, Math.min(state.deadline - now, poll));
+  const timeout = Math.max(1, Math.min(state.deadline - tick, poll));
   const local = waiters.wait(run.key, timeout);
   const cancel = new AbortController();
   try {
@@ -124,5 +127,6 @@ export async function waitOnce(
     cancel.abort();
   }
   state.pollMs = Math.min(state.pollMs * 2, MAX_POLL_MS);
-  run.waitedMs = Date.now() - run.startedAt;
+  // Whole ms, at least 1: a call that waited reports `waited`, however short the wait.
+  run.waitedMs = Math.max(1, Math.ceil(run.engine.now() - run.startedTick));
 }

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { ConfigurationError } from '../errors/index.js';
 import { createIdempotency } from '../executor.js';
 import { createMemoryStore } from '../memory-store.js';
+import { NotAnOutcome } from '../not-an-outcome.js';
 import { serveFetch, type TestServer } from '../test-utils/http-server.js';
 import { idempotentFetch } from '../vendor.js';
 import { type IdempotentHandlerOptions, idempotentHandler } from './handler.js';
@@ -296,17 +297,46 @@ describe('idempotentHandler over HTTP', () => {
     expect(tool.effects).toBe(2);
   });
 
-  test('a handler that throws stores nothing: the framework answers 500, a retry runs', async () => {
-    let calls = 0;
+  test('a handler that throws after it started (a row committed, then Response.json of a BigInt): kept, the retry is answered from it and never runs again', async () => {
+    const rows: number[] = [];
     const { server } = await serve(async () => {
-      calls++;
-      if (calls === 1) throw new Error('database down');
-      return new Response('created', { status: 201 });
+      rows.push(rows.length + 1);
+      return Response.json({ id: BigInt(rows.length) });
     });
     const first = await post(`${server.url}/tickets`, { key: 'x' });
     expect(first.status).toBe(500);
-    expect(await first.text()).toBe('handler threw: database down');
-    const retry = await post(`${server.url}/tickets`, { key: 'x' });
+    expect(await first.text()).toMatch(/^handler threw: .*BigInt/);
+    for (let i = 0; i < 2; i++) {
+      const retry = await post(`${server.url}/tickets`, { key: 'x' });
+      expect(retry.status).toBe(500);
+      expect(await retry.json()).toMatchObject({ code: 'request_failed' });
+    }
+    expect(rows).toEqual([1]);
+  });
+
+  test('a handler that returns something that is not a Response: kept the same way', async () => {
+    let calls = 0;
+    const { server } = await serve((async () => {
+      calls++;
+      return { created: true };
+    }) as never);
+    expect((await post(`${server.url}/tickets`, { key: 'n' })).status).toBe(500);
+    const retry = await post(`${server.url}/tickets`, { key: 'n' });
+    expect(await retry.json()).toMatchObject({ code: 'request_failed' });
+    expect(calls).toBe(1);
+  });
+
+  test('a handler that knows nothing happened throws NotAnOutcome: its response is returned, the key is free, a retry runs', async () => {
+    let calls = 0;
+    const { server } = await serve(async () => {
+      calls++;
+      if (calls === 1) throw new NotAnOutcome(new Response('database down', { status: 503 }));
+      return new Response('created', { status: 201 });
+    });
+    const first = await post(`${server.url}/tickets`, { key: 'y' });
+    expect(first.status).toBe(503);
+    expect(await first.text()).toBe('database down');
+    const retry = await post(`${server.url}/tickets`, { key: 'y' });
     expect(retry.status).toBe(201);
     expect(retry.headers.get('idempotent-replayed')).toBeNull();
     expect(calls).toBe(2);

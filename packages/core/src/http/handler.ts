@@ -271,6 +271,18 @@ function problemFor(error: unknown, policy: IdempotencyPolicy, retryAfter: numbe
       retryAfter,
     };
   }
+  if (
+    ReplayedFailureError.isInstance(error) &&
+    error.originalName !== 'ResponseReadError' &&
+    error.originalName !== 'PersistFailedError'
+  ) {
+    return {
+      status: 500,
+      code: 'request_failed',
+      title: 'The first request with this Idempotency-Key failed',
+      detail: `The request with this ${policy.header} failed on the server after it started (${error.originalName}), so its effect may have happened. It is not run again under this key. Check whether it took effect before sending it with a new key.`,
+    };
+  }
   if (PersistFailedError.isInstance(error) || ReplayedFailureError.isInstance(error)) {
     return {
       status: 500,
@@ -390,13 +402,15 @@ export function idempotentHandler<R extends Request = Request, Rest extends unkn
     ttl: options.ttl ?? DEFAULTS.ttl,
     // Pinned whatever the given executor's defaults (they may suit its tools, not this handler):
     // a store outage refuses the request (never runs it unguarded), a request whose server died
-    // mid-way is outcome-unknown (never run again), the handler's own errors decide by what it
-    // sent, and a response that cannot be read after the handler returned is kept as a failure.
+    // mid-way is outcome-unknown (never run again), and once the handler started, whatever it
+    // throws (after committing a row, say), or a response that cannot be read, is kept as the
+    // outcome: a retry is answered from it and never runs the handler again. A handler that
+    // knows nothing happened throws `new NotAnOutcome(response)` to free the key.
     onStoreUnavailable: 'fail-closed',
     onStale: 'outcome-unknown',
     vendorDedupes: false,
-    onToolError: 'auto',
-    isTerminalError: (error) => error instanceof ResponseReadError,
+    onToolError: 'keep',
+    isTerminalError: () => true,
   };
   try {
     idempotency.checkPolicy(policy as unknown as ToolPolicy<never, never>);

@@ -2,6 +2,8 @@
  * `@idempotent-tools/core/http`: the server side of the IETF HTTPAPI `Idempotency-Key` draft
  * (draft-ietf-httpapi-idempotency-key-header-09) for fetch-style handlers.
  */
+
+export { NotAnOutcome } from '../not-an-outcome.js';
 export {
   type IdempotencyPolicy,
   type IdempotentHandlerOptions,

@@ -13,6 +13,7 @@ export type IdempotencyProblemCode =
   | 'request_in_progress'
   | 'outcome_unknown'
   | 'outcome_not_stored'
+  | 'request_failed'
   | 'record_integrity'
   | 'store_unavailable'
   | 'server_misconfigured';
