@@ -3,8 +3,8 @@
  * client's `tool-approval-response` in the messages), bound to the exact call on the store:
  * the request that carries the approval, handled by another process on the same SQLite file,
  * runs the tool once; the approval sent again runs nothing again; an approval whose call was
- * edited to other arguments runs nothing; the parallel tool that needed no approval is not run
- * again. Through the real generateText / streamText loop and the real @ai-sdk/openai client.
+ * edited to other arguments is refused to the app and runs nothing; the parallel tool that needed
+ * no approval is not run again. Through the real generateText / streamText loop and the real @ai-sdk/openai client.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,7 +45,11 @@ function filesFor(name: string): Files {
 function inChild(files: Files, messages: ModelMessage[], name: string) {
   const file = join(dir, `${name}.messages.json`);
   writeFileSync(file, JSON.stringify(messages));
-  return new Promise<{ text: string; outputs: unknown[] }>((resolve, reject) => {
+  return new Promise<{
+    text: string;
+    outputs: unknown[];
+    error?: { name: string; code?: string; field?: string; message: string };
+  }>((resolve, reject) => {
     const proc = spawn(
       process.execPath,
       ['--import', 'tsx', join('src', 'test-utils', 'approval-child.ts')],
@@ -107,7 +111,9 @@ describe('AI SDK needsApproval, resumed in another process on SQLite', { timeout
     ]);
     expect(countEffects(files.refunds)).toBe(1);
 
-    // The approved call edited to other arguments (a tampered history): refused, nothing runs.
+    // The approved call edited to other arguments (a tampered history): the model never asked
+    // about that call, so the request is refused to the app (generateText rejects, as the SDK's
+    // own signed approvals do); nothing runs.
     const edited = structuredClone(approved);
     for (const message of edited) {
       if (message.role !== 'assistant' || typeof message.content === 'string') continue;
@@ -116,14 +122,14 @@ describe('AI SDK needsApproval, resumed in another process on SQLite', { timeout
       }
     }
     const fourth = await inChild(files, edited, 'edited');
-    // @ai-sdk/openai sends a tool's error text as { error: text }; the text is errorForModel's.
-    const [, refused] = fourth.outputs as [unknown, { error: string }];
-    expect(JSON.parse(refused.error)).toEqual({
-      error: 'drift',
-      message: expect.stringMatching(/asked for other arguments/),
-      next: 'change-arguments',
+    expect(fourth.error).toMatchObject({
+      name: 'InvalidInputError',
+      code: 'invalid_input',
+      field: 'messages',
+      message: expect.stringMatching(/never asked to approve/),
     });
     expect(countEffects(files.refunds)).toBe(1);
+    expect(countEffects(files.lookups)).toBe(1);
   });
 
   test('streamText: approve once, the resent approval replays; a rejection runs nothing', async () => {

@@ -557,3 +557,37 @@ describe('wrapping', () => {
     );
   });
 });
+
+describe('made idempotent twice', () => {
+  /** The ConfigurationError `fn` throws (fails the test when it throws nothing or another). */
+  const refusal = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (error) {
+      if (ConfigurationError.isInstance(error)) return error;
+      throw error;
+    }
+    throw new Error('expected a ConfigurationError, nothing was thrown');
+  };
+
+  it('refused when the tools are wrapped again (a set, one tool, a copy of a wrapped tool); nothing ran', async () => {
+    const { chargeCard, effects } = chargeTool();
+    const options = { store: createMemoryStore(), conversationId };
+    const wrapped = idempotentTools({ charge_card: chargeCard }, options);
+    const twice = refusal(() => idempotentTools(wrapped, options));
+    expect(twice.option).toBe('tools');
+    expect(twice.message).toMatch(/idempotentTools: tool "charge_card" is already idempotent/);
+    const one = refusal(() => idempotentTool('charge_card', wrapped.charge_card, options));
+    expect(one.message).toMatch(/idempotentTool: tool "charge_card" is already idempotent/);
+    const single = idempotentTool('charge_card', chargeCard, options);
+    refusal(() => idempotentTools({ charge_card: single }, options));
+    // A copy of the wrapped tool (another description, say) keeps its wrapped execute.
+    const copy = { ...wrapped.charge_card, description: 'Charge.' } as Tool;
+    refusal(() => idempotentTools({ charge_card: copy }, options));
+    expect(effects).toHaveLength(0);
+    // The original tools wrap again as often as the app likes (per request).
+    const again = idempotentTools({ charge_card: chargeCard }, options);
+    await runLoop('generateText', again, [once]);
+    expect(effects).toHaveLength(1);
+  });
+});

@@ -22,6 +22,7 @@ import {
   type PerCall as KitPerCall,
   keyArgs,
   markContent,
+  markWrapped,
   mergeSignals,
   type OneToolOptions,
   oneToolOptions,
@@ -34,7 +35,7 @@ import {
   withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
 import type { ModelMessage, Tool, ToolExecutionOptions, ToolSet } from 'ai';
-import { runWithApproval } from './approvals.js';
+import { checkRequested, requestedIn, runWithApproval } from './approvals.js';
 import { withoutRepeat, withRepeatInput } from './repeat-schema.js';
 
 /** A tool's entry of `toolsContext` (after its `contextSchema`, if it has one). */
@@ -172,9 +173,12 @@ function repeatsOf(name: string, tool: Tool, adapter: Adapter<ToolCallInfo>, cal
 type NeedsApproval = Exclude<Tool['needsApproval'], boolean | undefined>;
 
 /**
- * The tool's `needsApproval`, binding each request to the exact call: when the tool asks, the
- * request is stored with the args pinned to the tool call id; a call already decided on the
- * store is not asked again (approved: it runs, or replays; rejected: the rejection is replayed).
+ * The tool's `needsApproval`, binding each request to the exact call: when the model emits a
+ * call and the tool asks, the request is stored with the args pinned to the tool call id; a call
+ * already decided on the store is not asked again (approved: it runs, or replays; rejected: the
+ * rejection is replayed). A call the messages already asked about is the SDK checking an approved
+ * call of the history before it runs it: nothing is stored, and one whose request is not on the
+ * store (the model never asked about it) is refused, out of generateText / streamText.
  */
 function boundNeedsApproval(
   own: Tool['needsApproval'],
@@ -188,6 +192,11 @@ function boundNeedsApproval(
     if (!asks) return false;
     try {
       const call = identify(input, options as unknown as Options);
+      const { toolCallId, messages } = options;
+      if (requestedIn(messages, toolCallId)) {
+        await checkRequested(approvals, call, { toolCallId, messages }, policy);
+        return true;
+      }
       const approval = await approvals.requestApproval(call, {
         policy,
         ref: options.toolCallId,
@@ -289,7 +298,8 @@ function wrapTool(
     ...tool,
     ...retryNote(tool, true, repeats),
     ...(repeats === undefined ? {} : { inputSchema: withRepeatInput(tool, name, repeats, caller) }),
-    execute: wrapped as Execute,
+    // Marked: wrapping this tool again is refused at wrap time (its call would wait for itself).
+    execute: markWrapped(wrapped) as Execute,
     ...(asks
       ? { needsApproval: boundNeedsApproval(needsApproval, approvals, identify, policy) }
       : {}),

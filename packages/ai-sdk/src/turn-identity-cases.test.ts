@@ -1,6 +1,11 @@
 import { runTurnIdentityCases } from '@idempotent-tools/testing';
 import { describe, expect, test } from 'vitest';
-import { chatRouteDriver, generateTextDriver } from './test-utils/drivers.js';
+import {
+  CHAT_ROUTE_SUPPORTS,
+  chatRouteDriver,
+  GENERATE_TEXT_SUPPORTS,
+  generateTextDriver,
+} from './test-utils/drivers.js';
 import { APIS } from './test-utils/scripted-model.js';
 
 for (const api of APIS) {
@@ -10,6 +15,7 @@ for (const api of APIS) {
     test,
     expect,
     createDriver: chatRouteDriver(api),
+    supports: CHAT_ROUTE_SUPPORTS,
   });
   runTurnIdentityCases({
     name: `ai-sdk: generateText over @ai-sdk/openai ${api}`,
@@ -17,5 +23,6 @@ for (const api of APIS) {
     test,
     expect,
     createDriver: generateTextDriver(api),
+    supports: GENERATE_TEXT_SUPPORTS,
   });
 }

@@ -155,6 +155,53 @@ describe('finding: two useChat chats whose first message is the same share a tur
   }
 });
 
+describe('the answered rule in useChat: what a broken stream leaves in the chat', () => {
+  for (const api of APIS) {
+    test(`${api}: the partial assistant message is dropped by regenerate (a retry); a new message after it is a new turn`, async () => {
+      const model = await scripted();
+      const desk = supportDesk();
+      const store = createMemoryStore();
+      const received: Array<{ trigger: string; roles: string[] }> = [];
+      const app = await startChatApp(async ({ id, messages, trigger }) => {
+        received.push({ trigger, roles: messages.map((m) => m.role) });
+        const result = streamText({
+          model: model.model(api),
+          tools: idempotentTools(desk.tools, { store, conversationId: id }),
+          messages: await convertToModelMessages(messages),
+          stopWhen: isStepCount(5),
+        });
+        return result.toUIMessageStreamResponse();
+      });
+      closing.push(app.close);
+      const chat = new Chat(app.api, 'chat-a');
+      model.server.inject(undefined, 'truncate'); // the answer's stream breaks after the tool ran
+      await chat.send(PROMPT);
+      // The client keeps what arrived: a partial assistant message with the tool's output.
+      const partial = chat.messages.at(-1);
+      expect(partial?.role).toBe('assistant');
+      expect(toolOutputs(partial)).toEqual([{ cancelled: true, refund: 're_1' }]);
+      // regenerate() drops it: the route gets the turn without it, and replays the call.
+      const again = await chat.regenerate();
+      expect(received.at(-1)).toEqual({ trigger: 'regenerate-message', roles: ['user'] });
+      expect(toolOutputs(again.message)).toEqual([
+        { cancelled: true, refund: 're_1', replayed: true },
+      ]);
+      expect(desk.cancellations).toHaveLength(1);
+
+      // The next turn (the same words after the answer) breaks the same way; the user types the
+      // words again instead of retrying: the partial answer, whose tool output the user saw,
+      // answered that turn, so this is a new one.
+      model.server.inject(undefined, 'truncate');
+      await chat.send(PROMPT);
+      expect(desk.cancellations).toHaveLength(2);
+      expect(toolOutputs(chat.messages.at(-1))).toEqual([{ cancelled: true, refund: 're_2' }]);
+      await chat.send(PROMPT);
+      expect(received.at(-1)?.roles).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
+      expect(desk.cancellations).toHaveLength(3);
+    });
+  }
+});
+
 describe('finding: an error for the developer became a tool-error the model reads', () => {
   /** Wrapped once at module level; the conversation comes from toolsContext, which is forgotten. */
   const fromContext = (desk: ReturnType<typeof supportDesk>) =>
@@ -266,13 +313,16 @@ describe('finding: an error for the developer became a tool-error the model read
   test('an approval resumed without the identity: generateText rejects; the tool did not run', async () => {
     const model = await scripted();
     const desk = supportDesk();
-    const tools = fromContext(desk);
-    const common = {
-      model: model.model('chat'),
-      tools,
-      toolApproval: { cancel_subscription: 'user-approval' as const },
-      stopWhen: isStepCount(5),
-    };
+    // The tool asks for approval itself (needsApproval): the wrapper stores the request when the
+    // model asks, so the approved call may run (generateText's toolApproval is not seen by it).
+    const tools = idempotentTools(
+      { cancel_subscription: { ...desk.withContext.cancel_subscription, needsApproval: true } },
+      {
+        store: createMemoryStore(),
+        conversationId: ({ options }) => options.context?.chatId as string | undefined,
+      },
+    );
+    const common = { model: model.model('chat'), tools, stopWhen: isStepCount(5) };
     const messages: ModelMessage[] = [{ role: 'user', content: PROMPT }];
     const asked = await generateText({
       ...common,

@@ -87,9 +87,20 @@ export class Chat {
     this.transport = new DefaultChatTransport({ api });
   }
 
-  /** `sendMessage({ text })`: a new user message (a fresh message id). */
-  send(text: string, body: Record<string, unknown> = {}): Promise<Exchange> {
-    this.messages.push({ id: randomUUID(), role: 'user', parts: [{ type: 'text', text }] });
+  /**
+   * `sendMessage({ text })` (or `sendMessage({ parts })`): a new user message (a fresh message id).
+   */
+  send(text: string | UIMessage['parts'], body: Record<string, unknown> = {}): Promise<Exchange> {
+    const parts: UIMessage['parts'] = typeof text === 'string' ? [{ type: 'text', text }] : text;
+    this.messages.push({ id: randomUUID(), role: 'user', parts });
+    return this.request('submit-message', undefined, body);
+  }
+
+  /**
+   * `sendMessage()` without a message: the chat as it is, e.g. after `addToolApprovalResponse`
+   * (what `sendAutomaticallyWhen` sends).
+   */
+  submit(body: Record<string, unknown> = {}): Promise<Exchange> {
     return this.request('submit-message', undefined, body);
   }
 
