@@ -28,6 +28,7 @@ export { closestName } from './option-names.js';
 export * from './replay-rate-monitor.js';
 export * from './sinks.js';
 export type * from './store.js';
+export * from './store-deadline.js';
 export * from './store-text.js';
 export {
   currentExecutionContext,

@@ -216,16 +216,26 @@ describe('withLocalCache: never answers for what it must not', () => {
     expect(s.fn).toHaveBeenCalledTimes(2);
   });
 
-  test('a record read from a claim expires with the store record, counted on the store clock', async () => {
+  test('a record read from the store is cached only when it outlives the cache by the clock margin; else the store decides, on its clock', async () => {
     const s = setup({ ttl: 60_000 });
+    // The engine's clock runs 5 s ahead of this process's (before the fix: a replay from memory
+    // up to 5 s after the record expired in the store).
+    s.raw.box.engine = createMemoryStore({ now: () => s.now() + 5_000 });
     const other = createIdempotency({ store: s.raw.box.engine });
-    await other.run(s.call('t1'), s.fn, { ttl: 1000 });
-    s.advance(400);
+    await other.run(s.call('t1'), s.fn, { ttl: 30_000 });
+    s.advance(20_000);
     expect(await s.callsOf(() => s.idempotency.run(s.call('t1'), s.fn))).toEqual(['claim']);
-    s.advance(599);
-    expect(await s.callsOf(() => s.idempotency.run(s.call('t1'), s.fn))).toEqual([]);
-    s.advance(1);
+    // Not cached (30 s of life < 60 s + the margin): the next replay asks the store again.
+    expect(await s.callsOf(() => s.idempotency.run(s.call('t1'), s.fn))).toEqual(['claim']);
+    // 30 s after it was completed the record expires in the store; its expiresAt, read on this
+    // clock, still says 5 s more.
+    s.advance(10_001);
     expect((await s.idempotency.run(s.call('t1'), s.fn)).replayed).toBe(false);
+
+    // A record that lives long (the default 24 h) is cached, for the cache ttl.
+    await other.run(s.call('t2'), s.fn);
+    expect(await s.callsOf(() => s.idempotency.run(s.call('t2'), s.fn))).toEqual(['claim']);
+    expect(await s.callsOf(() => s.idempotency.run(s.call('t2'), s.fn))).toEqual([]);
   });
 });
 

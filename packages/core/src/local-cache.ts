@@ -34,15 +34,18 @@ export interface LocalCacheOptions {
    */
   maxEntries?: number;
   /**
-   * How long one record is kept, in ms, counted from when the store was asked (never past the
-   * record's own `expiresAt`). A record deleted or changed outside this process (an operator
-   * deleting it in the engine) may still be replayed here for up to this long.
+   * How long one record is kept, in ms, counted from when the store was asked. A record deleted
+   * or changed outside this process (an operator deleting it in the engine) may still be replayed
+   * here for up to this long. A record read from the store is cached only when, by its own
+   * `expiresAt`, it lives at least this long plus `STORE_CLOCK_MARGIN_MS` (60 s) more: the
+   * store's clock (Redis, PostgreSQL) may run ahead of this process's, and a replay after the
+   * record expired in the store must never come from here.
    * @default 60000
    */
   ttl?: number;
   /**
-   * The clock, in ms since the epoch; it must be the clock the store's `expiresAt` is on (tests
-   * pass a controllable one, the same one they give the memory store).
+   * This process's clock, in ms since the epoch (tests pass a controllable one, the same one
+   * they give the memory store).
    * @default Date.now
    */
   now?: () => number;
@@ -77,6 +80,12 @@ const OPTION_FIELDS = ['maxEntries', 'ttl', 'now'] as const;
 const DEFAULT_MAX_ENTRIES = 1000;
 const DEFAULT_TTL_MS = 60_000;
 const MAX_ENTRIES = 10_000_000;
+/**
+ * How far the store's clock may run ahead of this process's before a cached record could
+ * outlive it: a record read from the store is cached only if it lives this much longer than
+ * the cache keeps it.
+ */
+export const STORE_CLOCK_MARGIN_MS = 60_000;
 
 interface Entry {
   /** Frozen: shared by every answer, so an outcome is opened once (see `decode`). */
@@ -250,10 +259,16 @@ class LocalCacheStore implements LocallyCachedStore {
     return entry.record;
   }
 
-  /** Keep a finished record seen at `askedAt` (when the store was asked). */
-  #remember(record: IdempotencyRecord, askedAt: number, exact: boolean): void {
+  /**
+   * Keep a finished record seen at `askedAt` (when the store was asked). `ownClock`: its
+   * `expiresAt` was computed on this process's clock (its own `complete`), else on the store's,
+   * which may run ahead: then it is kept only when it outlives the cache by a margin.
+   */
+  #remember(record: IdempotencyRecord, askedAt: number, exact: boolean, ownClock = false): void {
     if (!finished(record) || record.outcome === undefined) return;
-    const until = Math.min(askedAt + this.#ttl, record.expiresAt);
+    let until = askedAt + this.#ttl;
+    if (ownClock) until = Math.min(until, record.expiresAt);
+    else if (record.expiresAt < until + STORE_CLOCK_MARGIN_MS) return;
     const now = this.#now();
     if (until <= now || now < askedAt) return;
     this.#entries.delete(record.key);
@@ -320,6 +335,7 @@ class LocalCacheStore implements LocallyCachedStore {
           },
           sentAt,
           false,
+          true,
         );
       }
     }

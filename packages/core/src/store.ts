@@ -106,6 +106,13 @@ export interface StoreCapabilities {
   notifiesChanges: boolean;
   /** Records survive a restart of the process (and of the engine, where the engine persists). */
   durable: boolean;
+  /**
+   * The largest outcome the store can hold, in UTF-8 bytes of the outcome string `complete` is
+   * given (an engine's item or value limit). A result whose outcome is larger fails at once, is
+   * kept as a failure, and is never sent to the store. @default no limit beyond the executor's
+   * `maxResultBytes`
+   */
+  maxOutcomeBytes?: number;
 }
 
 /**

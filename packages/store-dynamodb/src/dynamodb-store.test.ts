@@ -206,6 +206,24 @@ describe('dynamodb store: items', () => {
     counted.destroy();
   });
 
+  test('a 500 KB result with the default maxResultBytes: it fails at once naming the option, is kept as a failure, and a retry replays it (before the fix: re-sent for a lease, then outcome_unknown)', async () => {
+    const store = newStore();
+    expect(store.capabilities.maxOutcomeBytes).toBeLessThan(400 * 1024);
+    const idempotency = createIdempotency({ store });
+    const call = { toolName: 'export', turnId: uniqueKey('turn'), args: {} };
+    let runs = 0;
+    const big = async () => {
+      runs++;
+      return 'x'.repeat(500 * 1024);
+    };
+    const first = await errorOf(idempotency.run(call, big));
+    expect(first).toMatchObject({ code: 'persist_failed', reason: 'invalid_result' });
+    expect((first as Error).message).toMatch(/dynamodb store holds at most \d+ bytes.*maxResultBytes/);
+    const retry = await errorOf(idempotency.run(call, big));
+    expect(retry).toMatchObject({ code: 'replayed_failure', originalCode: 'invalid_result' });
+    expect(runs).toBe(1);
+  });
+
   test('items the store cannot read are RecordIntegrityError (corrupt); fail-open never runs the tool', async () => {
     const store = newStore();
     const idempotency = createIdempotency({ store, onStoreUnavailable: 'fail-open' });

@@ -14,6 +14,7 @@ import {
   checkListFilter,
   checkStatsFilter,
   checkStoreText,
+  checkStoreTimeout,
   countRecord,
   decodeCursor,
   emptyStats,
@@ -32,6 +33,7 @@ import {
   type StoreStats,
   StoreUnavailableError,
   type TakeoverInput,
+  withDeadline,
 } from '@idempotent-tools/core';
 import {
   A,
@@ -83,6 +85,13 @@ export interface DynamoDbStoreOptions {
    * @default 500
    */
   maxPollMs?: number;
+  /**
+   * Longest one store operation may take, in ms, whatever the client's own retries
+   * (`maxAttempts` with back-off): then it fails with `StoreUnavailableError`. The request may
+   * still land later, which every operation allows for (each is safe to send again).
+   * @default 5000
+   */
+  timeoutMs?: number;
 }
 
 /** DynamoDB's item limit is 400 KB; the rest of a finished record is well under this margin. */
@@ -118,7 +127,11 @@ export class DynamoDbStore implements IdempotencyStore {
    * `notifiesChanges`: waiters are woken by the store's own poll (see `maxPollMs`), so the
    * executor does not re-claim on a timer. `durable`: DynamoDB writes are durable once answered.
    */
-  readonly capabilities: StoreCapabilities = { notifiesChanges: true, durable: true };
+  readonly capabilities: StoreCapabilities = {
+    notifiesChanges: true,
+    durable: true,
+    maxOutcomeBytes: MAX_OUTCOME_BYTES,
+  };
   readonly tableName: string;
   readonly prefix: string;
 
@@ -173,7 +186,22 @@ export class DynamoDbStore implements IdempotencyStore {
         message: `maxPollMs must be a positive whole number of milliseconds, got ${String(maxPollMs)}.`,
       });
     }
-    this.#client = client;
+    const timeoutMs = checkStoreTimeout('createDynamoDbStore', options.timeoutMs);
+    // Every request of the store, bounded by its deadline: the late reply is dropped and the
+    // request aborted (the SDK stops retrying it).
+    this.#client = {
+      send: (command: Parameters<DynamoDBClient['send']>[0]) => {
+        const abort = new AbortController();
+        return withDeadline(
+          client.send(command as never, { abortSignal: abort.signal }),
+          timeoutMs,
+          () => {
+            abort.abort();
+            return new Error(`no answer within ${timeoutMs} ms (timeoutMs)`);
+          },
+        );
+      },
+    } as unknown as DynamoDBClient;
     this.tableName = tableName;
     this.prefix = prefix;
     this.#idPrefix = prefix === '' ? '' : `${prefix}#`;

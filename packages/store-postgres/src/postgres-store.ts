@@ -5,6 +5,7 @@ import {
   type CompleteInput,
   checkListFilter,
   checkStatsFilter,
+  checkStoreTimeout,
   decodeCursor,
   emptyStats,
   encodeCursor,
@@ -21,6 +22,7 @@ import {
   type StoreStats,
   StoreUnavailableError,
   type TakeoverInput,
+  withDeadline,
 } from '@idempotent-tools/core';
 import { ChangeListener, type PgListenClient } from './change-listener.js';
 import {
@@ -73,6 +75,14 @@ export interface PostgresStoreOptions extends TableNames {
    * @default 1000
    */
   purgeBatchSize?: number;
+  /**
+   * Longest one store operation may take, in ms, whatever the driver's own settings (a `pg`
+   * pool waiting for a free connection, a client that reconnects): then it fails with
+   * `StoreUnavailableError`. The statement may still run later, which every operation allows
+   * for (each is safe to send again).
+   * @default 5000
+   */
+  timeoutMs?: number;
 }
 
 /** Current database time in milliseconds: every client agrees on it. */
@@ -387,6 +397,7 @@ export class PostgresStore implements IdempotencyStore {
   readonly #sql: ReturnType<typeof buildStatements>;
   readonly #notify: boolean;
   readonly #prepare: boolean;
+  readonly #timeoutMs: number;
   readonly #purgeBatchSize: number;
   readonly #changes: ChangeListener;
   readonly #seen = new Map<string, string>();
@@ -420,6 +431,7 @@ export class PostgresStore implements IdempotencyStore {
     this.#lossyBom = driver.name === 'pglite';
     this.#notify = options.notifications ?? true;
     this.#prepare = options.preparedStatements ?? true;
+    this.#timeoutMs = checkStoreTimeout('createPostgresStore', options.timeoutMs);
     this.#purgeBatchSize = batch;
     this.#sql = buildStatements(names, this.#notify);
     const listen = this.#notify ? driver.listen : undefined;
@@ -647,7 +659,11 @@ GROUP BY clock.ms`;
       : { text: statement.text, values };
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#db.query(config);
+        return await withDeadline(
+          this.#db.query(config),
+          this.#timeoutMs,
+          () => new Error(`no answer within ${this.#timeoutMs} ms (timeoutMs)`),
+        );
       } catch (error) {
         // Only with a stricter default isolation level; the statement rolled back: run it again.
         const code = (error as { code?: unknown }).code;

@@ -5,6 +5,7 @@ import {
   checkListFilter,
   checkStatsFilter,
   checkStoreText,
+  checkStoreTimeout,
   countRecord,
   decodeCursor,
   emptyStats,
@@ -24,6 +25,7 @@ import {
   type StoreStats,
   StoreUnavailableError,
   type TakeoverInput,
+  withDeadline,
 } from '@idempotent-tools/core';
 import { type Driver, globPrefix, type RedisClient, toDriver } from './driver.js';
 import { Notifier } from './notifier.js';
@@ -76,6 +78,14 @@ export interface RedisStoreOptions {
    * @default false
    */
   durable?: boolean;
+  /**
+   * Longest one store operation may take, in ms, whatever the client's own retry settings
+   * (ioredis re-sends a command up to `maxRetriesPerRequest` times with back-off, and queues it
+   * while offline): then it fails with `StoreUnavailableError`. The command may still land later,
+   * which every operation allows for (each is safe to send again).
+   * @default 5000
+   */
+  timeoutMs?: number;
 }
 
 /** Escape `%`, tab and newline: a token or fingerprint in the header line of a record. */
@@ -211,6 +221,7 @@ export class RedisStore implements IdempotencyStore {
   readonly #mode: 's' | 'c' | '';
   readonly #notifier: Notifier | undefined;
   readonly #ownsSubscriber: boolean;
+  readonly #timeoutMs: number;
   /** The claim in flight per key (see `claim`). */
   readonly #claiming = new Map<string, Promise<unknown>>();
 
@@ -226,6 +237,7 @@ export class RedisStore implements IdempotencyStore {
       });
     }
     const { prefix = 'idem:', notifications = 'sharded', maxWaitMs = 1000 } = options;
+    this.#timeoutMs = checkStoreTimeout('createRedisStore', options.timeoutMs);
     if (typeof prefix !== 'string' || !PREFIX.test(prefix)) {
       throw new InvalidInputError({
         field: 'prefix',
@@ -528,7 +540,11 @@ export class RedisStore implements IdempotencyStore {
     const keys = [this.#recordKey(key)];
     if (withChannel) keys.push(this.#channel(key));
     try {
-      return await this.#driver.script(script, keys, args);
+      return await withDeadline(
+        this.#driver.script(script, keys, args),
+        this.#timeoutMs,
+        () => new Error(`no answer within ${this.#timeoutMs} ms (timeoutMs)`),
+      );
     } catch (cause) {
       // Another type of value under the record's key (a hash, a list): not a record of ours.
       if (cause instanceof Error && /\bWRONGTYPE\b/.test(cause.message)) {

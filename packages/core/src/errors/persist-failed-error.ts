@@ -24,6 +24,11 @@ export class PersistFailedError extends IdempotencyError {
     /** `invalid_result` over the limit: the result's size and the limit, in bytes. */
     resultBytes?: number | undefined;
     limit?: number | undefined;
+    /**
+     * `invalid_result` over the store's own limit (not `maxResultBytes`): the store's name;
+     * `resultBytes` is then the size of the outcome as stored.
+     */
+    store?: string | undefined;
     /** `lease_lost`: the lease, in ms. */
     leaseMs?: number | undefined;
     /**
@@ -55,6 +60,7 @@ function persistMessage(o: {
   toolName?: string | undefined;
   resultBytes?: number | undefined;
   limit?: number | undefined;
+  store?: string | undefined;
   leaseMs?: number | undefined;
   lost?: 'no-renewal' | 'taken-over' | 'at-persist' | 'record-gone' | undefined;
 }): string {
@@ -63,6 +69,9 @@ function persistMessage(o: {
   const kept = 'The tool did run: its effect is kept as a failure so it is not repeated.';
   switch (o.reason) {
     case 'invalid_result':
+      if (o.store !== undefined) {
+        return `The result of ${tool} takes ${o.resultBytes ?? 'more'} bytes as stored; the ${o.store} store holds at most ${o.limit ?? 'fewer'} bytes per outcome, so it is not stored and replayed. ${kept} Return a smaller result (a reference instead of the data), and set maxResultBytes at most ${o.limit ?? 'the store limit'} on createIdempotency so results are checked against it.`;
+      }
       return o.resultBytes !== undefined
         ? `The result of ${tool} is ${o.resultBytes} bytes of JSON; the limit is ${o.limit} (maxResultBytes), so it is not stored and replayed. ${kept} Return a smaller result (a reference instead of the data) or raise maxResultBytes.`
         : `The result of ${tool} is not JSON (${why}), so it cannot be stored and replayed. ${kept} Return plain JSON from the tool.`;

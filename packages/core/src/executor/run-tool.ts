@@ -4,7 +4,7 @@
  * run again), keeps the attempt unfinished (`onToolError: 'keep'`: the effect may have happened),
  * or is stored when it is terminal.
  */
-import { IdempotencyError, PersistFailedError } from '../errors/index.js';
+import { IdempotencyError, InvalidInputError, PersistFailedError } from '../errors/index.js';
 import { NotAnOutcome } from '../not-an-outcome.js';
 import { effectsOf, runInContext, type SentEffects } from '../vendor.js';
 import type { CallRun } from './call-run.js';
@@ -85,6 +85,8 @@ async function fencedWrite<T>(run: CallRun<unknown, unknown>, write: () => Promi
     try {
       return await write();
     } catch (error) {
+      // The store refused the input itself (too large, malformed): sending it again changes nothing.
+      if (InvalidInputError.isInstance(error)) throw error;
       const pause = WRITE_RETRIES_MS[Math.min(attempt, WRITE_RETRIES_MS.length - 1)] as number;
       if (engine.now() + pause >= until) throw error;
       await new Promise((resolve) => setTimeout(resolve, pause));
@@ -189,24 +191,34 @@ async function persist<Args, Result>(
       cause,
     });
   }
-  if (refused !== undefined) {
-    const failure = JSON.stringify({
-      e: { name: 'PersistFailedError', message: refused.message, code: 'invalid_result' },
-    } satisfies StoredOutcome);
-    const outcome = codec.seal(key, 'failed', failure);
-    await fencedWrite(run as CallRun<unknown, unknown>, () =>
-      store.complete({ key, token, state: 'failed', outcome, ttlMs: policy.ttl }),
-    ).catch(() => false);
-    engine.waiters.wake(key);
-    return run.fail('persist-failed', refused);
+  let outcome = '';
+  if (refused === undefined) {
+    outcome = codec.seal(key, 'completed', encoded);
+    refused = overStoreLimit(run, outcome);
   }
-  const outcome = codec.seal(key, 'completed', encoded);
+  if (refused !== undefined) return keepRefusal(run, token, refused);
   let owned: boolean | 'gone' | 'taken';
   try {
     owned = await fencedWrite(run as CallRun<unknown, unknown>, () =>
       store.complete({ key, token, state: 'completed', outcome, ttlMs: policy.ttl }),
     );
   } catch (cause) {
+    if (InvalidInputError.isInstance(cause)) {
+      // The store refused the outcome itself (over its item limit): kept as a failure.
+      return keepRefusal(
+        run,
+        token,
+        new PersistFailedError({
+          key,
+          reason: 'invalid_result',
+          toolName: call.toolName,
+          cause,
+          store: store.name,
+          resultBytes: Buffer.byteLength(outcome),
+          limit: store.capabilities.maxOutcomeBytes,
+        }),
+      );
+    }
     engine.waiters.wake(key);
     return run.fail(
       'persist-failed',
@@ -229,6 +241,47 @@ async function persist<Args, Result>(
   }
   run.finish('executed', undefined, run.observed ? Buffer.byteLength(encoded) : undefined);
   return { value: asStored(value, encoded), replayed: false, key, outcome: 'executed' };
+}
+
+/** An outcome over the store's own limit (`capabilities.maxOutcomeBytes`), refused before it is sent. */
+function overStoreLimit<Args, Result>(
+  run: CallRun<Args, Result>,
+  outcome: string,
+): PersistFailedError | undefined {
+  const { store } = run.engine;
+  const limit = store.capabilities.maxOutcomeBytes;
+  if (limit === undefined || outcome.length * 3 <= limit) return undefined;
+  const bytes = Buffer.byteLength(outcome);
+  if (bytes <= limit) return undefined;
+  return new PersistFailedError({
+    key: run.key,
+    reason: 'invalid_result',
+    toolName: run.call.toolName,
+    resultBytes: bytes,
+    limit,
+    store: store.name,
+  });
+}
+
+/**
+ * A result that cannot be stored (not JSON, over `maxResultBytes` or the store's limit): the tool
+ * ran, so the refusal is kept as the call's failure (a retry replays it, never runs again).
+ */
+async function keepRefusal<Args, Result>(
+  run: CallRun<Args, Result>,
+  token: string,
+  refused: PersistFailedError,
+): Promise<IdempotentResult<Result>> {
+  const { engine, key, policy } = run;
+  const failure = JSON.stringify({
+    e: { name: 'PersistFailedError', message: refused.message, code: 'invalid_result' },
+  } satisfies StoredOutcome);
+  const outcome = engine.codec.seal(key, 'failed', failure);
+  await fencedWrite(run as CallRun<unknown, unknown>, () =>
+    engine.store.complete({ key, token, state: 'failed', outcome, ttlMs: policy.ttl }),
+  ).catch(() => false);
+  engine.waiters.wake(key);
+  return run.fail('persist-failed', refused);
 }
 
 /**

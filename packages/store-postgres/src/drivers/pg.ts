@@ -60,6 +60,17 @@ export function isPool(db: unknown): db is PgPoolLike {
   return typeof d.connect === 'function' && typeof d.idleCount === 'number';
 }
 
+/** A `pg.Client` on which `connect()` was never called (nor is under way): its queries wait. */
+function neverConnected(db: unknown): boolean {
+  const client = db as { _connected?: unknown; _connecting?: unknown; _ending?: unknown };
+  return (
+    !isPool(db) &&
+    client._connected === false &&
+    client._connecting !== true &&
+    client._ending !== true
+  );
+}
+
 export function isListenClient(db: unknown): db is PgListenClient {
   const d = db as Partial<PgListenClient>;
   return (
@@ -80,7 +91,13 @@ export function pgDriver(db: PgQueryable, listenClient?: PgListenClient): Driver
     name: 'pg',
     // `db.query` is looked up at each call (a wrapper or a spy set later is honoured).
     query: ({ name, text, values }) =>
-      db.query(name === undefined ? { text, values } : { name, text, values }),
+      neverConnected(db)
+        ? Promise.reject(
+            new Error(
+              'the pg.Client was never connected (pg queues its queries until connect(), so the call would hang): call await client.connect() before the first call, or pass a pg.Pool, which connects by itself',
+            ),
+          )
+        : db.query(name === undefined ? { text, values } : { name, text, values }),
     // No parameters: pg sends one simple-protocol message.
     script: async (text) => {
       await db.query({ text });
