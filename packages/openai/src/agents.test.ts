@@ -364,11 +364,105 @@ describe('@openai/agents with a model given by name (not observed)', () => {
     await run(agent, '42', { context: { turnId: 'bob-msg-2' } }); // a retry of Bob's second turn
     expect(refunds).toBe(2);
 
+    // An approval needs to know what the model asked for (a saved RunState can be edited): with
+    // a model given by name the adapter never sees it, so an approved call is refused (issue 25:
+    // it used to run the state's call, whatever it had become).
     const approving = make(true);
     const interrupted = await run(approving, '43', { context: { turnId: 'cy-msg-1' } });
     const state = await RunState.fromString(approving, interrupted.state.toString());
     for (const interruption of state.getInterruptions()) state.approve(interruption);
-    await run(approving, state);
-    expect(refunds).toBe(3);
+    const refused = await run(approving, state).catch((error: unknown) => error);
+    const cause = (refused as { error?: unknown }).error;
+    expect(ConfigurationError.isInstance(cause)).toBe(true);
+    expect((cause as ConfigurationError).option).toBe('model');
+    expect(String((cause as Error).message)).toMatch(/give it a Model instance/);
+    expect(refunds).toBe(2);
+  });
+});
+
+describe('@openai/agents approvals bound to the call the model emitted (in process)', () => {
+  const chargeTool = (charges: number[]) =>
+    tool({
+      name: 'charge',
+      description: 'Charge.',
+      parameters: z.object({ amount: z.number() }),
+      needsApproval: true,
+      execute: ({ amount }) => {
+        charges.push(amount);
+        return { charged: amount };
+      },
+    });
+
+  test('alwaysApprove: a later call of the tool, emitted by the model in the same run, runs without asking again', async () => {
+    const server = await startScriptedServer({
+      respond: (turn) =>
+        turn.toolOutputs.length < 2
+          ? { toolCalls: [{ name: 'charge', arguments: { amount: 5 + turn.toolOutputs.length } }] }
+          : { content: 'done' },
+    });
+    servers.push(server);
+    const charges: number[] = [];
+    const agent = wrapAgentTools(
+      createIdempotency({ store: createMemoryStore() }),
+      new Agent({
+        name: 'billing',
+        tools: [chargeTool(charges)],
+        model: new OpenAIResponsesModel(client(server.baseURL), 'scripted'),
+      }),
+    );
+    const interrupted = await run(agent, 'Charge me twice.', { context: { conversationId: 'c' } });
+    const state = interrupted.state;
+    for (const item of state.getInterruptions()) state.approve(item, { alwaysApprove: true });
+    const result = await run(agent, state);
+    expect(result.interruptions).toEqual([]);
+    expect(charges).toEqual([5, 6]);
+  });
+
+  test('wrapFunctionTool sees no model: an approved call is refused to the developer, nothing ran', async () => {
+    const server = await startScriptedServer({
+      respond: (turn) =>
+        turn.toolOutputs.length === 0
+          ? { toolCalls: [{ name: 'charge', arguments: { amount: 5 } }] }
+          : { content: 'done' },
+    });
+    servers.push(server);
+    const charges: number[] = [];
+    const idempotency = createIdempotency({ store: createMemoryStore() });
+    const agent = new Agent({
+      name: 'billing',
+      tools: [wrapFunctionTool(idempotency, chargeTool(charges))],
+      model: new OpenAIResponsesModel(client(server.baseURL), 'scripted'),
+    });
+    const interrupted = await run(agent, 'Charge 5.', { context: { turnId: 'msg-1' } });
+    const state = interrupted.state;
+    for (const item of state.getInterruptions()) state.approve(item);
+    const refused = await run(agent, state).catch((error: unknown) => error);
+    expect(ConfigurationError.isInstance((refused as { error?: unknown }).error)).toBe(true);
+    expect(charges).toEqual([]);
+  });
+});
+
+describe('@openai/agents: tools made idempotent twice are refused when wrapped', () => {
+  test('wrapAgentTools of a wrapped agent, of a wrapFunctionTool tool; wrapFunctionTool of a wrapped tool', () => {
+    const idempotency = createIdempotency({ store: createMemoryStore() });
+    const system = ticketSystem();
+    const agent = new Agent({ name: 'support', tools: [ticketTool(system)] });
+    const wrapped = wrapAgentTools(idempotency, agent);
+    expect(() => wrapAgentTools(idempotency, wrapped)).toThrow(/already idempotent/);
+    const one = wrapFunctionTool(idempotency, ticketTool(system), { turnId: 't' });
+    expect(() => wrapFunctionTool(idempotency, one, { turnId: 't' })).toThrow(ConfigurationError);
+    expect(() => wrapAgentTools(idempotency, new Agent({ name: 'a', tools: [one] }))).toThrow(
+      /already idempotent/,
+    );
+    expect(() => wrapFunctionTool(idempotency, wrapped.tools[0] as never, { turnId: 't' })).toThrow(
+      /already idempotent/,
+    );
+    // Left as they are, an excluded or unsafe wrapped tool is not wrapped again: no refusal.
+    expect(() =>
+      wrapAgentTools(idempotency, new Agent({ name: 'a', tools: [one] }), {
+        exclude: ['create_ticket'],
+      }),
+    ).not.toThrow();
+    expect(system.tickets).toEqual([]);
   });
 });

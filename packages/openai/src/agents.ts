@@ -1,8 +1,10 @@
 /**
  * `@openai/agents`: wrap a `FunctionTool` (its `invoke`) or all of an agent's tools. The agent's
  * model (a `Model` instance) is observed so that each function call is linked to the turn of
- * the request that produced it, in this process and, for calls that may wait for an approval,
- * in the store (a run resumed from `RunState.fromString` in another process finds it).
+ * the request that produced it and to the call as the model emitted it (its tool and
+ * arguments), in this process and, for calls that may wait for an approval, in the store (a run
+ * resumed from `RunState.fromString` in another process finds it, and an approval authorises
+ * only the call the model asked for).
  */
 import {
   ApprovalConflictError,
@@ -10,7 +12,9 @@ import {
   type Approvals,
   ConfigurationError,
   createApprovals,
+  DriftError,
   type Idempotency,
+  InvalidInputError,
   type ToolPolicy,
   withRetryNote,
 } from '@idempotent-tools/core';
@@ -20,8 +24,10 @@ import {
   createTurnLinks,
   errorText,
   keyArgs,
+  markWrapped,
   NotAnOutcome,
   type RepeatablePolicy,
+  refuseWrapped,
   runCall,
   type TurnLinks,
   takeRepeat,
@@ -30,7 +36,7 @@ import {
 } from '@idempotent-tools/core/adapter-kit';
 import type { Agent, FunctionTool, Model, ModelRequest, RunContext, Tool } from '@openai/agents';
 import { markParts } from './parts.js';
-import { type Anchor, anchorOf, inputItems, refusal } from './turns.js';
+import { type Anchor, anchorOf, inputItems, refusalOf } from './turns.js';
 
 type AnyRunContext = RunContext<unknown>;
 type Details = Parameters<FunctionTool['invoke']>[2];
@@ -64,7 +70,12 @@ export interface AgentToolOptions {
 }
 
 type AgentCall = { runContext: AnyRunContext; details: Details; toolName: string; anchor: Anchor };
-type Anchors = { links: TurnLinks<Anchor>; durable: boolean };
+/** A function call as the model emitted it. */
+type Emitted = { name: string; arguments: string };
+/** What a call id is linked to: the turn of its request, and the call as the model emitted it. */
+type Linked = Anchor & { call?: Emitted };
+/** `observed`: the agent's model is seen (wrapAgentTools with a Model instance); its links durable. */
+type Anchors = { links: TurnLinks<Linked>; observed: boolean };
 
 /**
  * A call the run approved (`state.approve`, resumed from a `RunState` in any process) recorded on
@@ -98,6 +109,61 @@ async function approvedCall(
   }
 }
 
+/**
+ * An approved call is bound to the call the model asked for, as the observed model emitted it
+ * (linked to its call id when the response came in, before the run stopped to ask): a saved
+ * `RunState` whose pending call was edited (other arguments), or whose approval was moved to a
+ * call the model never emitted (a made-up call id), runs nothing. Returns the model's text when
+ * the call must not run, undefined when it is the call the model asked for.
+ * @throws ConfigurationError when the model is not observed: what it asked for is unknown
+ */
+function notAsked(
+  adapter: ReturnType<typeof adapterFor>,
+  anchors: Anchors,
+  caller: string,
+  toolName: string,
+  callId: string,
+  given: string,
+  emitted: Emitted | undefined,
+  id: { turnId: string | undefined; scope: string | undefined },
+): string | undefined {
+  if (!anchors.observed) {
+    throw new ConfigurationError({
+      option: 'model',
+      message: `${caller}: ${toolName} (${callId}) was approved, but this wrapper does not see the agent's model, so it cannot know that the model asked for this call with these arguments (a saved RunState can be edited). Nothing ran. Wrap the agent with wrapAgentTools and give it a Model instance (new OpenAIResponsesModel(client, 'gpt-4.1')).`,
+    });
+  }
+  if (emitted === undefined || emitted.name !== toolName) {
+    return errorText(
+      new InvalidInputError({
+        field: 'arguments',
+        message: `The approval of ${toolName} (${callId}) is for a call the model never asked for (no such call was emitted by this agent's model, or its record expired). Nothing ran. Call the tool again to ask for an approval.`,
+      }),
+    );
+  }
+  const fingerprint = (json: string) => {
+    let args: unknown;
+    try {
+      args = JSON.parse(json === '' ? '{}' : json);
+    } catch {
+      args = { unparsed: json };
+    }
+    return adapter.executor.keyOf({ toolName, turnId: id.turnId, scope: id.scope, args });
+  };
+  const asked = fingerprint(emitted.arguments);
+  const approved = fingerprint(given);
+  if (asked.fingerprint === approved.fingerprint) return undefined;
+  return errorText(
+    new DriftError({
+      key: approved.key,
+      toolName,
+      storedFingerprint: asked.fingerprint,
+      fingerprint: approved.fingerprint,
+      message: `The approval of ${toolName} (${callId}) was asked for other arguments: it does not authorise these. Nothing ran. Call the tool again to ask for an approval of these arguments.`,
+    }),
+  );
+}
+
 const fromContext = (call: AgentCall, field: 'turnId' | 'conversationId') => {
   const value = (call.runContext?.context as Record<string, unknown> | undefined)?.[field];
   return typeof value === 'string' && value !== '' ? value : undefined;
@@ -126,6 +192,7 @@ function adapterFor(
       howTo:
         'conversationId (your chat id: run(agent, input, { context: { conversationId } }) or the conversationId option) or turnId (run(agent, input, { context: { turnId } }))',
       turn: (c) => fromContext(c, 'turnId') ?? ('turn' in c.anchor ? c.anchor.turn : undefined),
+      refusal: (c) => refusalOf(c.anchor),
       conversation: (c) => fromContext(c, 'conversationId'),
       transcript: (c) =>
         'said' in c.anchor ? [{ role: 'user', content: c.anchor.said }] : undefined,
@@ -178,21 +245,27 @@ function wrapOne<T extends AnyFunctionTool>(
       key = keyArgs(args, taken.repeat, repeats);
     }
     const callId = details?.toolCall?.callId;
-    const anchor =
-      (callId && (await anchors.links.find([callId], anchors.durable))) || UNKNOWN_TURN;
+    const linked = callId ? await anchors.links.find([callId], anchors.observed) : undefined;
+    const anchor: Anchor = linked ?? UNKNOWN_TURN;
     const call = { runContext, details, toolName: tool.name, anchor };
-    let id: ReturnType<typeof adapter.identify>;
-    try {
-      id = adapter.identify(call, tool.name);
-    } catch (error) {
-      throw refusal(error, anchor, caller);
-    }
+    const id = adapter.identify(call, tool.name);
     const approved =
       callId !== undefined &&
       runContext?.isToolApproved?.({ toolName: tool.name, callId }) === true &&
       tool.needsApproval !== undefined;
     if (approved) {
       const policy = adapter.policy(tool.name) as ToolPolicy | undefined;
+      const unasked = notAsked(
+        adapter,
+        anchors,
+        caller,
+        tool.name,
+        callId,
+        given,
+        linked?.call,
+        id,
+      );
+      if (unasked !== undefined) return unasked;
       const refused = await approvedCall(
         approvals,
         { toolName: tool.name, turnId: id.turnId, scope: id.scope, args: key },
@@ -214,7 +287,10 @@ function wrapOne<T extends AnyFunctionTool>(
     if ('error' in ran) throw ran.error;
     return ran.output;
   };
-  const copy = Object.create(Object.getPrototypeOf(tool), Object.getOwnPropertyDescriptors(tool));
+  markWrapped(invoke);
+  const copy = markWrapped(
+    Object.create(Object.getPrototypeOf(tool), Object.getOwnPropertyDescriptors(tool)),
+  );
   if (repeats === undefined) {
     return Object.assign(copy, { invoke, description: withRetryNote(tool.description) }) as T;
   }
@@ -257,11 +333,12 @@ export function wrapFunctionTool<T extends AnyFunctionTool>(
         'wrapFunctionTool takes a function tool with a name and an invoke function, e.g. tool({ name, parameters, execute }).',
     });
   }
+  refuseWrapped(tool.name, tool, 'wrapFunctionTool');
   const { policy, isErrorOutput, ...rest } = options;
   const policies = policy === undefined ? undefined : { [tool.name]: policy };
   const adapter = adapterFor('wrapFunctionTool', idempotency, [tool.name], { ...rest, policies });
-  const links = createTurnLinks<Anchor>(adapter.executor);
-  const anchors = { links, durable: false };
+  const links = createTurnLinks<Linked>(adapter.executor);
+  const anchors = { links, observed: false };
   const approvals = createApprovals(adapter.executor);
   return wrapOne(tool, adapter, approvals, anchors, 'wrapFunctionTool', isErrorOutput);
 }
@@ -269,7 +346,7 @@ export function wrapFunctionTool<T extends AnyFunctionTool>(
 /** The model, observed: each function call of a response is linked to the request's turn. */
 function observed(
   model: Model,
-  links: TurnLinks<Anchor>,
+  links: TurnLinks<Linked>,
   tools: Map<string, AnyFunctionTool>,
 ): Model {
   const mayWait = async (name: string) => {
@@ -284,15 +361,21 @@ function observed(
       { previous: request.previousResponseId, conversation: request.conversationId },
       links,
     );
-  const link = async (turn: Anchor, output: readonly unknown[]) => {
-    const calls = (output as Array<{ type: string; name: string; callId: string }>).filter(
+  /** Each function call linked to the turn and to the call as emitted (its tool and arguments). */
+  const link = async (turn: Linked, output: readonly unknown[]) => {
+    const calls = (output as Array<Emitted & { type: string; callId: string }>).filter(
       (item) => item.type === 'function_call' && tools.has(item.name),
     );
     const durable = (await Promise.all(calls.map((c) => mayWait(c.name)))).includes(true);
-    await links.remember(
-      calls.map((c) => c.callId),
-      turn,
-      durable,
+    const { call: _, ...anchor } = turn;
+    await Promise.all(
+      calls.map((c) =>
+        links.remember(
+          [c.callId],
+          { ...anchor, call: { name: c.name, arguments: c.arguments } } as Linked,
+          durable,
+        ),
+      ),
     );
   };
   return new Proxy(model, {
@@ -354,10 +437,13 @@ export function wrapAgentTools<A extends Agent<any, any>>(
     functions.map((t) => t.name),
     rest,
   );
-  const links = createTurnLinks<Anchor>(adapter.executor);
+  for (const tool of functions) {
+    if (adapter.treatment(tool.name) === 'wrap') refuseWrapped(tool.name, tool, caller);
+  }
+  const links = createTurnLinks<Linked>(adapter.executor);
   const model = agent.model as Model | string | undefined;
   const observable = typeof (model as Model | undefined)?.getResponse === 'function';
-  const anchors: Anchors = { links, durable: observable };
+  const anchors: Anchors = { links, observed: observable };
   const wrapped = new Map<string, AnyFunctionTool>();
   const approvals = createApprovals(adapter.executor);
   const tools = all.map((tool) => {

@@ -4,40 +4,77 @@
  * turn derived at agent_start was gone). Now the call is linked to its turn in the store when
  * the model asks for it, and the resumed run finds it: the refund runs once, however many
  * times the saved state is resumed, in whichever process.
+ *
+ * Issue 25: the approval was bound to the call's arguments when the call first ran, so a saved
+ * state whose pending call was edited (5 -> 500) before its first resume ran the edited call
+ * once approved, and the genuine state was then refused as drift. Now the call is bound when
+ * the model emits it (the observed model links the call id to the call as emitted): the
+ * approval cases of @idempotent-tools/testing, each resume in another process.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, runApprovalCases } from '@idempotent-tools/testing';
 import { RunState, run, setTracingDisabled } from '@openai/agents';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createIdempotency } from './index.js';
 import { refundAgent, refundLookupModel, refundModel } from './test-utils/app.js';
+import { createAgentsApprovalDriver, resumeInChild } from './test-utils/approval-driver.js';
 import { startScriptedServer } from './testing/index.js';
 
-const child = fileURLToPath(new URL('./test-utils/approval-child.ts', import.meta.url));
-const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'openai-adapter-approval-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 setTracingDisabled(true);
 
-function resumeInChild(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', child], {
-      cwd: packageDir,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    proc.stderr.on('data', (d) => (out += d));
-    proc.on('error', reject);
-    proc.on('close', (code) => resolve({ code, out }));
-  });
-}
+runApprovalCases({
+  name: 'Agents SDK (wrapAgentTools, OpenAIResponsesModel, RunState resumed in another process)',
+  describe,
+  test,
+  expect,
+  createDriver: createAgentsApprovalDriver,
+  supports: ['reject', 'approveEdited', 'approveForOther', 'forge'],
+});
+
+describe('Agents SDK approvals: why an approval is refused (resumed in another process)', () => {
+  test('an edited state: the model reads that the approval was asked for other arguments; the genuine state runs once', async () => {
+    const driver = await createAgentsApprovalDriver();
+    try {
+      const pending = await driver.ask({ amount: 5 });
+      await pending.approveEdited({ amount: 500 });
+      expect(driver.lastOutput()).toContain('asked for other arguments');
+      expect(driver.lastOutput()).toContain('\\"error\\":\\"drift\\"');
+      await pending.approve();
+      expect(driver.lastOutput()).toContain('{\\"charged\\":5}');
+      expect(await driver.effects()).toEqual([{ amount: 5 }]);
+    } finally {
+      await driver.close();
+    }
+  }, 120_000);
+
+  test('a made-up state (a call id the model never emitted, with a turn id): the model reads that the call was never asked for', async () => {
+    const driver = await createAgentsApprovalDriver();
+    try {
+      await driver.forge({ amount: 500 });
+      expect(driver.lastOutput()).toContain('is for a call the model never asked for');
+      expect(await driver.effects()).toEqual([]);
+    } finally {
+      await driver.close();
+    }
+  }, 120_000);
+
+  test('the approval moved to another call id: its turn is unknown, refused to the developer', async () => {
+    const driver = await createAgentsApprovalDriver();
+    try {
+      const pending = await driver.ask({ amount: 5 });
+      await expect(pending.approveForOther({ amount: 500 })).rejects.toThrow(/exit 1/);
+      expect(driver.lastOutput()).toContain('ConfigurationError');
+      expect(await driver.effects()).toEqual([]);
+    } finally {
+      await driver.close();
+    }
+  }, 120_000);
+});
 
 describe('an approval resumed from RunState.fromString in another process (SQLite store)', () => {
   for (const history of ['context conversationId', 'previousResponseId'] as const) {

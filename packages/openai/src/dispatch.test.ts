@@ -437,6 +437,18 @@ describe('turn ids, scopes, replay shapes, options', () => {
       createToolDispatcher(idempotency, { x: () => 1 }, { conversationld: 'c' } as never),
     ).toThrow(/did you mean "conversationId"\?/);
   });
+
+  test('a handler made idempotent already (idempotency.wrap) is refused when the dispatcher is made', () => {
+    const idempotency = createIdempotency({ store: createMemoryStore() });
+    let runs = 0;
+    const wrapped = idempotency.wrap('x', () => ++runs);
+    for (const handler of [wrapped, { execute: wrapped }]) {
+      expect(() => createToolDispatcher(idempotency, { x: handler })).toThrow(
+        /tool "x" is already idempotent/,
+      );
+    }
+    expect(runs).toBe(0);
+  });
 });
 
 describe('Responses with the Conversations API (conversation)', () => {

@@ -10,6 +10,7 @@ import {
   type DispatchCall,
   outputsOf,
   type RepeatablePolicy,
+  refuseWrapped,
   type ToolErrorOutputOption,
   type ToolHandler,
   type RequestIdentity as TurnOptions,
@@ -25,7 +26,7 @@ import type {
   ResponseInputItem,
   ResponseOutputItem,
 } from 'openai/resources/responses/responses';
-import { type Anchor, anchorOf, chatTranscript, inputItems, refusal } from './turns.js';
+import { type Anchor, anchorOf, chatTranscript, inputItems, refusalOf } from './turns.js';
 
 export type {
   DispatchCall,
@@ -84,6 +85,10 @@ export function createToolDispatcher(
   handlers: Record<string, ToolHandler<any, unknown>>,
   options: ToolDispatcherOptions = {},
 ) {
+  // A handler made idempotent already (idempotency.wrap, or another wrapper's output): its call
+  // would run inside a call of the same key and wait for itself.
+  for (const [name, handler] of Object.entries(handlers ?? {}))
+    refuseWrapped(name, handler, caller);
   const dispatcher = createDispatcher<Call>(
     handlers,
     { ...options, idempotency },
@@ -93,6 +98,7 @@ export function createToolDispatcher(
       howTo:
         'conversationId (your chat id: runChat(message, { messages, conversationId }), or the option as a function of the call) or turnId (your id of the user message)',
       turn: ({ [turnOf]: { anchor } }) => (anchor && 'turn' in anchor ? anchor.turn : undefined),
+      refusal: ({ [turnOf]: { anchor } }) => refusalOf(anchor),
       transcript: ({ [turnOf]: { anchor, transcript } }) =>
         (anchor === undefined
           ? transcript
@@ -112,7 +118,6 @@ export function createToolDispatcher(
   ) {
     const outcomes = await dispatcher.run(calls, {
       info: (toolName, args) => ({ toolName, args, request, [turnOf]: turn }),
-      refuse: (error) => refusal(error, turn.anchor, caller),
       ...(beforeRun && { beforeRun }),
     });
     return outputsOf(outcomes, options.toolErrorOutput);
@@ -156,11 +161,12 @@ export function createToolDispatcher(
       const chain = { previous: turn.previous_response_id, conversation: turn.conversation };
       const anchor =
         calls.length === 0 ? undefined : await anchorOf(inputItems(turn.input), chain, links);
-      // The next request of a chained turn carries only the outputs: link the turn to the calls.
-      const chained = chain.previous != null || chain.conversation != null;
+      // The next request may chain from this response (`previous_response_id`, also from the
+      // first turn of a conversation, sent whole) and carry only the outputs: link the turn to
+      // the calls, in the store, so that a later step in any process finds it.
       const first = calls[0]?.callId;
       const link = (turnId: string) => links.remember([first as string], { turn: turnId }, true);
-      const outputs = await runAll(calls, turn, { anchor }, chained ? link : undefined);
+      const outputs = await runAll(calls, turn, { anchor }, link);
       return calls.map((c, i) => ({
         type: 'function_call_output',
         call_id: c.callId,

@@ -48,8 +48,6 @@ export interface DispatchOptions<Info> {
   info: (toolName: string, args: unknown, index: number) => Info;
   /** How a wrapped call's output is marked (default `markOutput`, see `runCall`). */
   mark?: (value: unknown, replayed: boolean) => unknown;
-  /** Turns a wrapped call's identity error into the one to throw (default: as it is). */
-  refuse?: (error: unknown) => unknown;
   /** Called with the turn of the calls before any runs (e.g. to link the turn to the call ids). */
   beforeRun?: (turnId: string) => Promise<void>;
 }
@@ -89,7 +87,7 @@ export async function dispatchCalls<Info>(
       turnId ??= id.turnId;
       return { ...id, wrapped };
     } catch (error) {
-      if (wrapped) throw options.refuse?.(error) ?? error;
+      if (wrapped) throw error;
       return { turnId: undefined, scope: adapter.scopeOf(p.call), wrapped };
     }
   });

@@ -83,6 +83,22 @@ describe('userContent: the same words in any shape are one content', () => {
     ).not.toBe(turn(WORDS));
   });
 
+  test("OpenAI's prompt cache breakpoints and the Agents SDK's providerData never count", () => {
+    const breakpoint = { mode: 'explicit' };
+    // The Agents SDK's audio part: no payload field this normaliser reads, so it is stripped.
+    const audio = { type: 'audio', audio: 'UklGRg==', format: 'wav' };
+    expect(turn([{ ...audio, providerData: { prompt_cache_breakpoint: breakpoint } }])).toBe(
+      turn([audio]),
+    );
+    expect(turn([{ ...audio, prompt_cache_breakpoint: breakpoint }])).toBe(turn([audio]));
+    expect(turn([{ type: 'audio', audio: 'AAAA', format: 'wav' }])).not.toBe(turn([audio]));
+    const text = { type: 'input_text', text: WORDS };
+    expect(turn([{ ...text, prompt_cache_breakpoint: breakpoint }])).toBe(turn(WORDS));
+    expect(turn([{ ...text, providerData: { prompt_cache_breakpoint: breakpoint } }])).toBe(
+      turn(WORDS),
+    );
+  });
+
   test('a part of an unknown shape counts without its volatile fields', () => {
     const a = [{ type: 'custom', value: 1, providerOptions: { x: 1 } }];
     const b = [{ type: 'custom', value: 1 }];

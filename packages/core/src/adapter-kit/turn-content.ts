@@ -20,6 +20,8 @@ type Normal = string | { data: string } | { url: string } | { file: unknown } | 
 const VOLATILE = new Set([
   'providerOptions',
   'providerMetadata',
+  'providerData', // the Agents SDK's provider fields of a part
+  'prompt_cache_breakpoint', // OpenAI Chat / Responses
   'experimental_providerMetadata',
   'cache_control',
   'cacheControl',

@@ -186,3 +186,37 @@ export function refundLookupModel(turn: ModelTurn): ScriptedReply {
   }
   return { content: `Done: ${turn.toolOutputs.join(' | ')}` };
 }
+
+/** The approval cases' tool: `charge` waits for a human (needsApproval); each charge a line in a file. */
+export function chargeAgent(idempotency: Idempotency, baseURL: string, effectsFile: string) {
+  const charge = tool({
+    name: 'charge',
+    description: 'Charge the customer.',
+    parameters: z.object({ amount: z.number() }),
+    needsApproval: true,
+    execute: ({ amount }) => {
+      appendFileSync(effectsFile, `${JSON.stringify({ amount })}\n`);
+      return { charged: amount };
+    },
+  });
+  const openai = new OpenAI({ apiKey: 'test', baseURL, maxRetries: 0 });
+  return wrapAgentTools(
+    idempotency,
+    new Agent({
+      name: 'billing',
+      instructions: 'You charge customers.',
+      tools: [charge],
+      model: new OpenAIResponsesModel(openai, 'scripted'),
+    }),
+  );
+}
+
+/** Charges the amount the user names ("Charge 5"), then answers with the tool output. */
+export function chargeModel(turn: ModelTurn): ScriptedReply {
+  const amount = /Charge (\d+)/.exec(turn.userText)?.[1];
+  if (amount === undefined) return { content: 'How can I help?' };
+  if (turn.toolOutputs.length === 0) {
+    return { toolCalls: [{ name: 'charge', arguments: { amount: Number(amount) } }] };
+  }
+  return { content: `Done: ${turn.toolOutputs.join(' | ')}` };
+}
