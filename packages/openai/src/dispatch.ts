@@ -10,7 +10,6 @@ import {
   type DispatchCall,
   outputsOf,
   type RepeatablePolicy,
-  refuseWrapped,
   type ToolErrorOutputOption,
   type ToolHandler,
   type RequestIdentity as TurnOptions,
@@ -85,10 +84,6 @@ export function createToolDispatcher(
   handlers: Record<string, ToolHandler<any, unknown>>,
   options: ToolDispatcherOptions = {},
 ) {
-  // A handler made idempotent already (idempotency.wrap, or another wrapper's output): its call
-  // would run inside a call of the same key and wait for itself.
-  for (const [name, handler] of Object.entries(handlers ?? {}))
-    refuseWrapped(name, handler, caller);
   const dispatcher = createDispatcher<Call>(
     handlers,
     { ...options, idempotency },

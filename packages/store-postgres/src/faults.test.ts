@@ -313,3 +313,36 @@ describe.skipIf(!up)('postgres store: rows it did not write', () => {
     }
   });
 });
+
+describe.skipIf(!up)('a client that cannot answer: refused or bounded, never a hang', () => {
+  test('an unconnected pg.Client fails at once (before the fix: it queued the claim forever)', async () => {
+    const client = new pg.Client({ connectionString: DATABASE_URL });
+    const store = createPostgresStore(client, { schema, table: 'never_connected' });
+    const started = performance.now();
+    const error = await errorOf(store.claim(claimInput(uniqueKey('k'))));
+    expect(error).toMatchObject({ code: 'store_unavailable' });
+    expect((error as Error).message).toMatch(/never connected.*client\.connect\(\)/);
+    expect(performance.now() - started).toBeLessThan(1_000); // no deadline waited for
+  });
+
+  test('a pool that never gets a connection: the store deadline (timeoutMs) ends the wait', async () => {
+    // A server that accepts the connection and never answers.
+    const { createServer } = await import('node:net');
+    const sockets = new Set<import('node:net').Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as { port: number }).port;
+    const stuck = new pg.Pool({ host: '127.0.0.1', port, user: 'root', database: 'test' });
+    stuck.on('error', () => {});
+    const store = createPostgresStore(stuck, { timeoutMs: 500, notifications: false });
+    const started = performance.now();
+    const error = await errorOf(store.claim(claimInput(uniqueKey('k'))));
+    const ms = performance.now() - started;
+    expect(error).toMatchObject({ code: 'store_unavailable' });
+    expect((error as Error).message).toMatch(/no answer within 500 ms \(timeoutMs\)/);
+    expect(ms).toBeLessThan(30_000);
+    for (const socket of sockets) socket.destroy();
+    silent.close();
+    void stuck.end().catch(() => {});
+  });
+});

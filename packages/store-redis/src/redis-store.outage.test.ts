@@ -157,6 +157,31 @@ for (const driver of DRIVERS) {
       }
     }, 30_000);
 
+    test("Redis down with the client's default options (retries, offline queue): a call fails at the store's deadline, not minutes later", async () => {
+      const [port] = await freePorts(1);
+      const server = await start(port!);
+      const client = await driver.connect({ host: '127.0.0.1', port: port! });
+      const store = createRedisStore(client, { timeoutMs: 1_000 });
+      const idempotency = createIdempotency({ store });
+      let runs = 0;
+      const call = { toolName: 'charge', turnId: uniqueKey('turn'), args: {} };
+      try {
+        await server.kill();
+        const { code, ms } = await failure(idempotency.run(call, async () => ++runs));
+        expect(code).toBe('store_unavailable');
+        expect(runs).toBe(0);
+        // Before the fix: ioredis's defaults (20 retries with back-off) took 394 s. The claim is
+        // sent up to 4 times, each bounded by the 1 s deadline.
+        expect(ms).toBeLessThan(30_000);
+        console.info(
+          `[store-redis] ${driver.name} with its default options, Redis down: the call failed after ${Math.round(ms)} ms (timeoutMs 1000)`,
+        );
+      } finally {
+        await store.close();
+        await driver.close(client);
+      }
+    });
+
     test('with appendonly yes + appendfsync always, completed records survive a crash (durable: true)', async () => {
       const [port] = await freePorts(1);
       const aof = ['--appendonly', 'yes', '--appendfsync', 'always'];

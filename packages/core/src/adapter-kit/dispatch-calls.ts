@@ -8,7 +8,9 @@
  * `createDispatcher` makes the rest of a dispatcher once: its handler types and checks, the
  * per-request identity (`requestIdentity`), the retry notes of its tool definitions.
  */
+
 import { ConfigurationError, InvalidInputError } from '../errors/index.js';
+import { refuseWrapped } from '../executor/wrapped.js';
 import type { ExecutionContext } from '../executor.js';
 import type { ExecutorOptions } from '../executor-options.js';
 import { withRetryNote } from '../model-output.js';
@@ -244,6 +246,8 @@ export function createDispatcher<Info extends DispatchCall>(
         message: `${spec.caller}: the handler of tool "${name}" must be a function or { execute, schema? }.`,
       });
     }
+    // A handler made idempotent already (`idempotency.wrap`): its call would wait for itself.
+    refuseWrapped(name, own[name], spec.caller);
   }
   const missing = options === null || typeof options !== 'object'; // createAdapter says what to pass
   const adapter = createAdapter<Info>(
