@@ -204,6 +204,42 @@ describe('dispatcher: what reaches the model and the developer', () => {
     expect(make({}, { 'create ticket': () => 1 })).toThrow(/not a tool name/);
   });
 
+  test('a handler that is already idempotent (idempotency.wrap): refused when the dispatcher is made', () => {
+    const idempotency = createIdempotency({ store: createMemoryStore() });
+    const vendor = ticketSystem();
+    const wrapped = idempotency.wrap('create_ticket', vendor.create);
+    const make = (handler: unknown) => () =>
+      createToolDispatcher(idempotency, { create_ticket: handler as never });
+    for (const handler of [wrapped, { schema: ticketArgs, execute: wrapped }]) {
+      expect(make(handler)).toThrow(ConfigurationError);
+      expect(make(handler)).toThrow(/"create_ticket" is already idempotent/);
+    }
+    expect(make(vendor.create)).not.toThrow();
+    expect(vendor.tickets).toHaveLength(0);
+  });
+
+  test('system messages in messages (a reminder before each user message) are no answer', async () => {
+    const { vendor, tools, start } = setup((turn) =>
+      turn.toolResults.length === 0 ? { toolUses: [ticket(turn.userText)] } : { text: 'ok' },
+    );
+    const { anthropic, server } = await start();
+    const reminder = (time: string) => ({ role: 'system' as const, content: `It is ${time}.` });
+    const turn = { conversationId: 'chat-1' };
+    // The reply is cut after the tool ran; the app keeps the unanswered attempt in its history
+    // and sends the user's message again after a new reminder: the same turn.
+    server.inject(undefined, 'truncate');
+    const first = [reminder('09:00'), { role: 'user' as const, content: 'Open one' }];
+    await expect(dispatchTurn(anthropic, tools, first, turn)).rejects.toThrow();
+    const again = [...first, reminder('09:07'), { role: 'user' as const, content: 'Open one' }];
+    const { results, messages } = await dispatchTurn(anthropic, tools, again, turn);
+    expect(vendor.tickets).toHaveLength(1);
+    expect(parsed(results[0]?.content)).toMatchObject({ ticket: 'T-1', replayed: true });
+    // After the answer, the same words after a reminder are a new turn.
+    const next = [...messages, reminder('09:08'), { role: 'user' as const, content: 'Open one' }];
+    await dispatchTurn(anthropic, tools, next, turn);
+    expect(vendor.tickets).toHaveLength(2);
+  });
+
   test('describe appends the retry notes; excluded tools are left as they are', () => {
     const tools = createToolDispatcher(
       createIdempotency({ store: createMemoryStore() }),

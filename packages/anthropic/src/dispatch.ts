@@ -11,7 +11,9 @@ import {
   createDispatcher,
   type DispatchCall,
   type DispatchOutcome,
+  markWrapped,
   type RepeatablePolicy,
+  refuseWrapped,
   type ToolHandler,
   type RequestIdentity as TurnOptions,
   toolResultOf,
@@ -34,13 +36,20 @@ type ToolUse = { type: 'tool_use'; id: string; name: string; input: unknown };
 const said = Symbol('transcript');
 type Call = DispatchCall & { [said]: ReturnType<typeof transcriptOf> };
 
-/** Runs the tool calls of a Messages API reply, idempotently (see the README). */
+/**
+ * Runs the tool calls of a Messages API reply, idempotently (see the README).
+ * @throws ConfigurationError for a bad handler, option or policy, and for a handler that is
+ *   already idempotent (`idempotency.wrap`'s function: its call would wait for itself)
+ */
 export function createToolDispatcher(
   idempotency: Idempotency,
   // biome-ignore lint/suspicious/noExplicitAny: each handler has its own argument type
   handlers: Record<string, ToolHandler<any, unknown>>,
   options: ToolDispatcherOptions = {},
 ) {
+  for (const [name, handler] of Object.entries(handlers ?? {})) {
+    refuseWrapped(name, handler, 'createToolDispatcher');
+  }
   const dispatcher = createDispatcher<Call>(
     handlers,
     { ...options, idempotency },
@@ -53,7 +62,7 @@ export function createToolDispatcher(
   );
   const boxed = boxedOutputs(dispatcher); // tell the tools' outputs from the model's error texts
 
-  return {
+  return markWrapped({
     /**
      * The user message of one `tool_result` per `tool_use` block of `reply`, in order. Pass the
      * `messages` of the request that produced `reply`.
@@ -107,7 +116,7 @@ export function createToolDispatcher(
         return schema === tool.input_schema ? described : { ...described, input_schema: schema };
       });
     },
-  };
+  });
 }
 
 const is_error = true;

@@ -215,6 +215,23 @@ describe('tool runner: what reaches the model and the developer', () => {
     expect(server.requests).toHaveLength(1);
   });
 
+  test("a runner made from a runner's tools (runner.params.tools): refused when it is made, nothing ran", async () => {
+    const { vendor, idempotency, anthropic, server } = await setup(() => ({
+      toolUses: [ticket('x')],
+    }));
+    const options = { idempotency, conversationId: 'c1' };
+    const first = idempotentToolRunner(
+      anthropic,
+      { model: 'm', max_tokens: 10, messages: user('Hi'), tools: [ticketTool(vendor)] },
+      options,
+    );
+    const again = () => idempotentToolRunner(anthropic, { ...first.params }, options);
+    expect(again).toThrow(ConfigurationError);
+    expect(again).toThrow(/create_ticket" is already idempotent.*Wrap the original tools once/);
+    expect(vendor.tickets).toHaveLength(0);
+    expect(server.requests).toHaveLength(0);
+  });
+
   test('turnId as a function of the call: the same turn id replays across conversations', async () => {
     const { vendor, idempotency, anthropic } = await setup((turn) =>
       turn.toolResults.length === 0 ? { toolUses: [ticket('Same')] } : { text: 'ok' },
@@ -229,4 +246,133 @@ describe('tool runner: what reaches the model and the developer', () => {
     );
     expect(vendor.tickets).toHaveLength(1);
   });
+});
+
+/**
+ * A turn that cannot be identified while the runner runs (here a conversationId function that
+ * returns undefined) stops it before its next request: the ConfigurationError comes out of every
+ * way an app reads the runner, streamed or not, never the abort error of the runner's next
+ * request (`APIUserAbortError`), and the runner settles (`done()` rejects with it too). Nothing
+ * runs and nothing more is sent.
+ */
+describe('tool runner: a developer error found while it runs, however the runner is read', () => {
+  type Runner = ReturnType<typeof idempotentToolRunner<boolean>>;
+  type Stream = Extract<Awaited<ReturnType<AsyncIterator<unknown>['next']>>['value'], object> & {
+    finalMessage(): Promise<unknown>;
+    finalText(): Promise<string>;
+    done(): Promise<void>;
+    emitted(event: 'finalMessage'): Promise<unknown>;
+    [Symbol.asyncIterator](): AsyncIterator<unknown>;
+  };
+  const each = async (runner: Runner, body: (item: Stream) => Promise<unknown>) => {
+    for await (const item of runner) await body(item as unknown as Stream);
+  };
+  const anyway: Record<string, (runner: Runner) => Promise<unknown>> = {
+    'await runner': async (runner) => await runner,
+    'runner.runUntilDone()': (runner) => runner.runUntilDone(),
+    'for await (const item of runner) {}': (runner) => each(runner, async () => undefined),
+    'runner.done() while another part of the app iterates': async (runner) => {
+      const done = runner.done();
+      done.catch(() => undefined); // read below, after the loop
+      await each(runner, async () => undefined).catch(() => undefined);
+      return done;
+    },
+    'runner.generateToolResponse() in the loop body': (runner) =>
+      each(runner, async (item) => {
+        if ('finalMessage' in item) await item.finalMessage();
+        await runner.generateToolResponse();
+      }),
+  };
+  const streamed: Record<string, (runner: Runner) => Promise<unknown>> = {
+    'await stream.finalMessage() for each stream': (runner) =>
+      each(runner, (stream) => stream.finalMessage()),
+    'for await (const event of stream) for each stream': (runner) =>
+      each(runner, async (stream) => {
+        for await (const _event of stream);
+      }),
+    'await stream.finalText() for each stream': (runner) =>
+      each(runner, (stream) => stream.finalText()),
+    'await stream.done() for each stream': (runner) => each(runner, (stream) => stream.done()),
+    "await stream.emitted('finalMessage') for each stream": (runner) =>
+      each(runner, (stream) => stream.emitted('finalMessage')),
+  };
+  const settings = [
+    { name: 'JSON', stream: false, patterns: anyway },
+    { name: 'streamed', stream: true, patterns: { ...anyway, ...streamed } },
+    {
+      name: 'streamed, runToolsEagerly',
+      stream: true,
+      runToolsEagerly: true,
+      patterns: { ...anyway, ...streamed },
+    },
+    // The run ends on the tool results: no request after them would fail.
+    { name: 'JSON, max_iterations: 1', stream: false, max_iterations: 1, patterns: anyway },
+    {
+      name: 'streamed, max_iterations: 1',
+      stream: true,
+      max_iterations: 1,
+      patterns: { ...anyway, ...streamed },
+    },
+  ];
+  test('runToolsEagerly: the stream the call started in reads to its end, the next is never handed out', async () => {
+    const { vendor, idempotency, anthropic, server } = await setup((turn) =>
+      turn.toolResults.length === 0
+        ? { text: 'Opening it.', toolUses: [ticket('x')] }
+        : { text: 'ok' },
+    );
+    const runner = idempotentToolRunner(
+      anthropic,
+      {
+        model: 'm',
+        max_tokens: 10,
+        messages: user('Hi'),
+        tools: [ticketTool(vendor)],
+        stream: true,
+        runToolsEagerly: true,
+      },
+      { idempotency, conversationId: () => undefined },
+    );
+    const texts: string[] = [];
+    const error = await (async () => {
+      for await (const stream of runner) texts.push(await stream.finalText());
+    })().catch((e: unknown) => e);
+    expect(ConfigurationError.isInstance(error)).toBe(true);
+    expect(texts).toEqual(['Opening it.']);
+    expect(vendor.tickets).toHaveLength(0);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  for (const { name, patterns, ...setting } of settings) {
+    for (const [pattern, read] of Object.entries(patterns)) {
+      test(`${name}: ${pattern}`, async () => {
+        const { vendor, idempotency, anthropic, server } = await setup((turn) =>
+          turn.toolResults.length === 0
+            ? { text: 'Opening it.', toolUses: [ticket('x')] }
+            : { text: 'ok' },
+        );
+        const runner = idempotentToolRunner(
+          anthropic,
+          {
+            model: 'm',
+            max_tokens: 10,
+            messages: user('Hi'),
+            tools: [ticketTool(vendor)],
+            ...setting,
+          },
+          { idempotency, conversationId: () => undefined },
+        ) as Runner;
+        const error = await read(runner).then(
+          () => 'no error',
+          (e: unknown) => e,
+        );
+        expect(ConfigurationError.isInstance(error) ? 'ConfigurationError' : error).toBe(
+          'ConfigurationError',
+        );
+        expect((error as Error).message).toMatch(/Nothing ran\. Pass conversationId .* or turnId/);
+        await expect(runner.done()).rejects.toBe(error);
+        expect(vendor.tickets).toHaveLength(0);
+        expect(server.requests).toHaveLength(1);
+      });
+    }
+  }
 });

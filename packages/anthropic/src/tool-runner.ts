@@ -3,7 +3,10 @@
  * tools (`betaZodTool`, `betaTool`, your own `{ run, parse }`) become a lookup first.
  */
 import type Anthropic from '@anthropic-ai/sdk';
-import type { BetaRunnableTool } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
+import type {
+  BetaRunnableTool,
+  BetaToolRunContext,
+} from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import type {
   BetaToolRunner,
   BetaToolRunnerParams,
@@ -17,9 +20,11 @@ import {
   createRunnerStop,
   createToolListAdapter,
   markToolResult,
+  markWrapped,
   mergeSignals,
   parseSchema,
   type RepeatablePolicy,
+  type RunnerStop,
   runToolCall,
   withRepeatNote,
   withRepeatProperty,
@@ -49,7 +54,9 @@ const isRunnable = (tool: object): tool is BetaRunnableTool =>
 /**
  * `client.beta.messages.toolRunner(params, requestOptions)` with the runnable tools of
  * `params.tools` made idempotent (see the README). A developer error found while the runner runs
- * stops it and is thrown out of `await runner`, `for await`, `runner.done()`.
+ * stops it before its next request and is thrown out of every way it is read: `await runner`,
+ * `runner.runUntilDone()`, `runner.done()`, `for await (... of runner)` (in place of the next
+ * message or stream), `runner.generateToolResponse()`.
  *
  * @throws ConfigurationError at once for a setup that can never tell conversations apart, a
  *   misspelt option, a bad policy, a tool name the API rejects
@@ -71,7 +78,8 @@ export function idempotentToolRunner<Stream extends boolean = false>(
   let runner: BetaToolRunner<Stream> | undefined;
   const stop = createRunnerStop();
   const forDeveloper = (error: unknown): never => {
-    stop.stop(error); // the runner sends nothing more
+    stop.stop(error);
+    runner?.setRequestOptions((options) => options); // its next request goes out aborted
     throw new ToolError('Not run: a configuration error went to the developer.');
   };
 
@@ -102,39 +110,101 @@ export function idempotentToolRunner<Stream extends boolean = false>(
       ...(toJSON && { toJSON: () => ({ ...toJSON(), ...described }) }),
     };
     if (treatment === 'unsafe') return kept;
-    return {
-      ...kept,
-      parse: (input) => input, // checked in run, so that bad input gets a text saying what to fix
-      async run(input, context) {
-        const ran = await runToolCall(adapter, {
+    // Marked, so that a runner made from this runner's tools (`runner.params.tools`) is refused.
+    const run = markWrapped(async (input: unknown, context?: BetaToolRunContext) => {
+      const ran = await runToolCall(adapter, {
+        toolName: tool.name,
+        arguments: input,
+        schema: parseSchema((value) => tool.parse(value)),
+        info: (args) => ({
           toolName: tool.name,
-          arguments: input,
-          schema: parseSchema((value) => tool.parse(value)),
-          info: (args) => ({
-            toolName: tool.name,
-            input: args,
-            toolUse: context?.toolUse,
-            messages: runner?.params.messages ?? [],
-          }),
-          execute: (args, ctx) =>
-            tool.run(
-              args,
-              context && { ...context, signal: mergeSignals(context.signal, ctx.signal) },
-            ),
-          mark: (value, replayed) => markToolResult(value, replayed, adapter.markFresh),
-        });
-        if ('developer' in ran) return forDeveloper(ran.developer);
-        if ('error' in ran) throw ran.error; // the tool's own: the runner makes its is_error result
-        if ('text' in ran) throw new ToolError(ran.text); // bad input, an idempotency error
-        return ran.output as Output;
-      },
-    };
+          input: args,
+          toolUse: context?.toolUse,
+          messages: runner?.params.messages ?? [],
+        }),
+        execute: (args, ctx) =>
+          tool.run(
+            args,
+            context && { ...context, signal: mergeSignals(context.signal, ctx.signal) },
+          ),
+        mark: (value, replayed) => markToolResult(value, replayed, adapter.markFresh),
+      });
+      if ('developer' in ran) return forDeveloper(ran.developer);
+      if ('error' in ran) throw ran.error; // the tool's own: the runner makes its is_error result
+      if ('text' in ran) throw new ToolError(ran.text); // bad input, an idempotency error
+      return ran.output as Output;
+    });
+    // `parse` is checked in run, so that bad input gets a text saying what to fix.
+    return { ...kept, parse: (input) => input, run };
   };
 
   runner = client.beta.messages.toolRunner(
     { ...params, tools: params.tools.map((t) => (isRunnable(t) ? wrap(t) : t)) } as never,
-    { ...requestOptions, signal: mergeSignals(requestOptions.signal, stop.signal) },
+    requestOptions,
   ) as BetaToolRunner<Stream>;
   // The runner ends with its abort error when a developer error stopped it: throw that instead.
-  return stop.guard(runner, ['done']);
+  return guard(stop, stop.guard(runner, []));
+}
+
+/**
+ * A stop aborts the runner's requests from the next one on (the one streaming, and the calls
+ * running, are left to end: a yielded stream reads to its end). After it the runner's own
+ * results are not handed out: what it yields next and its end (`done()`,
+ * `generateToolResponse()`, even a run that ended there, `max_iterations`) are the developer
+ * error instead, which is also thrown into the runner so that its `done()` settles.
+ */
+function guard<Stream extends boolean>(
+  stop: RunnerStop,
+  runner: BetaToolRunner<Stream>,
+): BetaToolRunner<Stream> {
+  const stopped = () => stop.signal.aborted;
+  const settled = <T>(promise: Promise<T>): Promise<T> =>
+    promise.then(
+      (value) => {
+        if (stopped()) throw stop.signal.reason;
+        return value;
+      },
+      (error: unknown) => {
+        throw stopped() ? stop.signal.reason : error;
+      },
+    );
+  const setRequestOptions = runner.setRequestOptions.bind(runner);
+  runner.setRequestOptions = (
+    options:
+      | BetaToolRunnerRequestOptions
+      | ((previous: BetaToolRunnerRequestOptions) => BetaToolRunnerRequestOptions),
+  ) =>
+    setRequestOptions((previous) => {
+      const next = typeof options === 'function' ? options(previous) : { ...previous, ...options };
+      return stopped() ? { ...next, signal: mergeSignals(next.signal, stop.signal) } : next;
+    });
+  const iterate = runner[Symbol.asyncIterator].bind(runner);
+  runner[Symbol.asyncIterator] = async function* () {
+    const items = iterate();
+    let open = true;
+    try {
+      for (;;) {
+        const item = await settled(items.next()).catch(async (error: unknown) => {
+          open = false;
+          await items.throw?.(error).catch(() => undefined); // a run that ended: a no-op
+          throw error;
+        });
+        if (item.done === true) {
+          open = false;
+          return item.value;
+        }
+        yield item.value;
+      }
+    } finally {
+      // Left early (the app's loop body threw the developer error, say): the run ends too.
+      if (open && stopped()) await items.throw?.(stop.signal.reason).catch(() => undefined);
+      else if (open) await items.return?.();
+    }
+  } as BetaToolRunner<Stream>[typeof Symbol.asyncIterator];
+  const done = runner.done.bind(runner);
+  // After a failed run the runner's `done()` waits for another run: none can succeed now.
+  runner.done = () => (stopped() ? Promise.reject(stop.signal.reason) : settled(done()));
+  const generate = runner.generateToolResponse.bind(runner);
+  runner.generateToolResponse = (signal) => settled(generate(signal));
+  return runner;
 }

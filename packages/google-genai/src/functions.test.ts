@@ -399,6 +399,24 @@ describe('developer errors: a ConfigurationError, thrown where the developer see
     await expect(idempotentCallableTool({} as never, { store })).rejects.toThrow(/CallableTool/);
   });
 
+  test('made idempotent twice: refused when wrapped again, nothing ran', async () => {
+    const system = ticketSystem();
+    const idempotency = createIdempotency({ store });
+    const wrapped = idempotency.wrap('create_ticket', system.create);
+    expect(() =>
+      idempotentFunctions({ create_ticket: { execute: wrapped as never } }, { store }),
+    ).toThrow(/"create_ticket" is already idempotent/);
+    const fns = await idempotentCallableTool(ticketCallable(system), { idempotency });
+    // The callable of idempotent functions, and their run as a handler, are idempotent already.
+    const again = idempotentCallableTool(fns.callable({ turnId: 't1' }), { idempotency });
+    await expect(again).rejects.toThrow(ConfigurationError);
+    await expect(again).rejects.toThrow(/"create_ticket" is already idempotent/);
+    expect(() =>
+      idempotentFunctions({ create_ticket: { execute: fns.run as never } }, { store }),
+    ).toThrow(ConfigurationError);
+    expect(system.tickets).toHaveLength(0);
+  });
+
   test('callable() without a conversation identity: thrown before the request is sent', async () => {
     const { server, system, fns } = await setup();
     for (const turn of [{ contents: 'Hi' }, {}, { conversationId: 'x' }]) {
@@ -447,5 +465,27 @@ describe('the transcript: what the turn is made of', () => {
       contents: [...first, { role: 'model', parts: [{ text: 'Ok' }] }, user('Hi')],
     });
     expect(system.tickets).toHaveLength(2);
+  });
+
+  test('a model content with a function call answers: the same words after its responses are a new turn', async () => {
+    const system = ticketSystem();
+    const fns = idempotentFunctions(
+      { create_ticket: { declaration: ticketDeclaration, execute: system.create } },
+      { store: createMemoryStore(), conversationId: 'x' },
+    );
+    const call = { name: 'create_ticket', args: { title: 'P' } };
+    const answered: Content[] = [
+      user('Yes'),
+      { role: 'model', parts: [{ functionCall: call }] },
+      { role: 'user', parts: [{ functionResponse: { name: 'create_ticket', response: {} } }] },
+    ];
+    await fns.run([call], { contents: [user('Yes')] });
+    await fns.run([call], { contents: [...answered, user('Yes')] });
+    expect(system.tickets).toHaveLength(2);
+    // Without the responses too (another chat, whose app stopped on the call): it answered.
+    await fns.run([call], { contents: [user('Yes')], conversationId: 'y' });
+    const stopped = [...answered.slice(0, 2), user('Yes')];
+    await fns.run([call], { contents: stopped, conversationId: 'y' });
+    expect(system.tickets).toHaveLength(4);
   });
 });

@@ -26,8 +26,10 @@ import {
   createDispatcher,
   type DispatchCall,
   type DispatchHandler,
+  markWrapped,
   outputsOf,
   type RepeatablePolicy,
+  refuseWrapped,
   repeatClash,
   repeatProperty,
   type StandardSchema,
@@ -148,16 +150,18 @@ function make(
     });
   }
 
-  return {
+  // Marked (the object, `run`, each callable's `callTool`), so that wrapping them again is refused.
+  return markWrapped({
     tool,
-    run,
+    run: markWrapped(run),
     callable(turn = {}) {
       dispatcher.checkTurn(turn); // nothing is sent when the turn is unknown
       // The SDK hands every callable tool all the calls: answer only ours (as mcpToTool does).
       const ours = (c: FunctionCall) => dispatcher.handler(c.name ?? '') !== undefined;
-      return { tool: async () => tool, callTool: (calls) => run(calls.filter(ours), turn) };
+      const callTool = markWrapped((calls: FunctionCall[]) => run(calls.filter(ours), turn));
+      return { tool: async () => tool, callTool };
     },
-  };
+  });
 }
 
 /**
@@ -168,7 +172,8 @@ function make(
  * const fns = idempotentFunctions({ create_ticket: { declaration, schema, execute } }, { store });
  * const parts = await fns.run(response, { contents, conversationId: chat.id });
  * ```
- * @throws ConfigurationError for a misspelt option, a bad policy, a tool name providers reject
+ * @throws ConfigurationError for a misspelt option, a bad policy, a tool name providers reject,
+ *   a handler whose `execute` is already idempotent (`idempotency.wrap`'s function)
  */
 export function idempotentFunctions(
   // biome-ignore lint/suspicious/noExplicitAny: each handler has its own argument type
@@ -182,6 +187,7 @@ export function idempotentFunctions(
     const message = `${caller}: the handler of "${bad[0]}" must be { declaration?, schema?, execute }.`;
     throw new ConfigurationError({ option: 'handlers', message });
   }
+  for (const [name, h] of entries) refuseWrapped(name, h, caller);
   const wrapped = entries.map(([name, h]): [string, Handler] => {
     const execute = async (args: unknown, ctx: ExecutionContext): Promise<Body> => {
       const value = await h.execute(args as never, ctx);
@@ -198,7 +204,8 @@ export function idempotentFunctions(
  * `tool.callTool([call])` once per logical call; a repeat answers its stored `functionResponse`,
  * marked `replayed: true`. Async: it reads the tool's declarations (`tool.tool()`) once.
  *
- * @throws ConfigurationError for a misspelt option, a bad policy, a tool name providers reject
+ * @throws ConfigurationError for a misspelt option, a bad policy, a tool name providers reject,
+ *   a tool that is already idempotent (the `callable()` of `idempotentFunctions` or of this)
  */
 export async function idempotentCallableTool(
   tool: CallableTool,
@@ -212,6 +219,8 @@ export async function idempotentCallableTool(
     });
   }
   const declarations = (await tool.tool()).functionDeclarations ?? [];
+  const names = declarations.map((d) => d.name).join(', ');
+  refuseWrapped(names === '' ? 'the CallableTool' : names, tool, caller);
   const execute = async (args: unknown, _: ExecutionContext, { toolName: name, id }: Info) => {
     const parts = await tool.callTool([{ name, args: args as never, ...(id && { id }) }]);
     const answer = parts.find((p) => p.functionResponse !== undefined)?.functionResponse;

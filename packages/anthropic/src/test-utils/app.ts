@@ -79,17 +79,67 @@ const resultsOf = (messages: readonly { role: string; content: unknown }[]) =>
       : [],
   );
 
+const ephemeral = { type: 'ephemeral' } as const;
+
+/**
+ * What the user says, in one of the shapes the API takes: `'string'` (the content is the text) or
+ * `'blocks'` (`[{ type: 'text', text }]`); `cache`: with a cache breakpoint on its (last) text
+ * block, as apps that cache the conversation mark it (a block, whatever the shape).
+ */
+export function userMessage(text: string, shape = 'string', cache = false): MessageParam {
+  if (shape === 'string' && !cache) return { role: 'user', content: text };
+  return {
+    role: 'user',
+    content: [{ type: 'text', text, ...(cache && { cache_control: ephemeral }) }],
+  };
+}
+
+/**
+ * The documented incremental caching: before each request the breakpoint moves onto the last
+ * block of the last message (the user's message, then the tool results), off every other one.
+ */
+export function withBreakpointOnLast(messages: readonly MessageParam[]): MessageParam[] {
+  return messages.map((message, i): MessageParam => {
+    const last = i === messages.length - 1;
+    if (typeof message.content === 'string') {
+      return last ? userMessage(message.content, 'blocks', true) : message;
+    }
+    const blocks = message.content.map((block) => {
+      const { cache_control: _, ...rest } = block as typeof block & { cache_control?: unknown };
+      return rest;
+    });
+    const end = blocks.length - 1;
+    const content = blocks.map((b, j) =>
+      last && j === end ? { ...b, cache_control: ephemeral } : b,
+    );
+    return { ...message, content } as MessageParam;
+  });
+}
+
+/** How a turn is run, beyond its identity. */
+export interface LoopOptions {
+  stream?: boolean;
+  system?: string;
+  /** Move the cache breakpoint onto the last message before every request. */
+  cacheEachStep?: boolean;
+}
+
 /** One user turn of a hand-written loop: model, tools, model, ... until an answer. */
 export async function dispatchTurn(
   anthropic: Anthropic,
   tools: ToolDispatcher,
   history: readonly MessageParam[],
-  options: TurnOptions & { stream?: boolean; system?: string } = {},
+  options: TurnOptions &
+    LoopOptions & {
+      /** The app's loop stops once the tool results are appended (no text from the model). */
+      stopAfterTools?: boolean;
+    } = {},
 ): Promise<TurnResult> {
-  const { stream, system = 'You open tickets.', ...turn } = options;
-  const messages = [...history];
+  const { stream, system = 'You open tickets.', cacheEachStep, stopAfterTools, ...turn } = options;
+  let messages = [...history];
   const start = messages.length;
   for (let step = 0; step < 6; step++) {
+    if (cacheEachStep) messages = withBreakpointOnLast(messages);
     const params = {
       model: 'scripted',
       max_tokens: 1024,
@@ -105,6 +155,7 @@ export async function dispatchTurn(
       return { messages, results: resultsOf(messages.slice(start)) };
     }
     messages.push(await tools.run(reply, { messages, ...turn }));
+    if (stopAfterTools) return { messages, results: resultsOf(messages.slice(start)) };
   }
   throw new Error('too many steps');
 }
@@ -115,18 +166,40 @@ export async function runnerTurn(
   tools: Parameters<typeof idempotentToolRunner>[1]['tools'],
   history: readonly MessageParam[],
   options: IdempotentToolRunnerOptions,
-  settings: { stream?: boolean; system?: string; runToolsEagerly?: boolean } = {},
+  settings: LoopOptions & { runToolsEagerly?: boolean; max_iterations?: number } = {},
 ): Promise<TurnResult> {
-  const { system = 'You open tickets.', ...rest } = settings;
+  const { system = 'You open tickets.', cacheEachStep, ...rest } = settings;
   const start = history.length;
+  const messages = cacheEachStep ? withBreakpointOnLast(history) : [...history];
   const runner = idempotentToolRunner(
     anthropic,
-    { model: 'scripted', max_tokens: 1024, system, messages: [...history], tools, ...rest },
+    { model: 'scripted', max_tokens: 1024, system, messages, tools, ...rest },
     options,
   );
-  await runner;
-  const messages = runner.params.messages as MessageParam[];
-  return { messages, results: resultsOf(messages.slice(start)) };
+  if (!cacheEachStep) {
+    await runner;
+    const after = runner.params.messages as MessageParam[];
+    return { messages: after, results: resultsOf(after.slice(start)) };
+  }
+  // The app runs each step itself to move the breakpoint: it appends the reply and the results.
+  for await (const item of runner) {
+    const message = 'finalMessage' in item ? await item.finalMessage() : item;
+    const reply: MessageParam = { role: 'assistant', content: message.content as never };
+    if (message.stop_reason !== 'tool_use') {
+      const after = [...(runner.params.messages as MessageParam[]), reply];
+      return { messages: after, results: resultsOf(after.slice(start)) };
+    }
+    const results = await runner.generateToolResponse();
+    runner.setMessagesParams((params) => ({
+      ...params,
+      messages: withBreakpointOnLast([
+        ...(params.messages as MessageParam[]),
+        reply,
+        ...(results === null ? [] : [results as MessageParam]),
+      ]),
+    }));
+  }
+  throw new Error('the runner ended without an answer');
 }
 
 /** The user message of the crash scenarios. */

@@ -4,30 +4,59 @@
  * or the SDK's tool runner), with the real SDK client against the scripted server.
  */
 import type { MessageParam } from '@anthropic-ai/sdk/resources/messages';
-import type { TurnIdentityConversation, TurnIdentityDriver } from '@idempotent-tools/testing';
+import type {
+  SayOptions,
+  TurnIdentityCaseOptions,
+  TurnIdentityConversation,
+  TurnIdentityDriver,
+} from '@idempotent-tools/testing';
 import {
   ConfigurationError,
   createIdempotency,
   createMemoryStore,
   createToolDispatcher,
+  idempotentToolRunner,
 } from '../index.js';
 import { startScriptedServer } from '../testing/index.js';
 import {
   client,
   dispatchTurn,
+  type LoopOptions,
   runnerTurn,
   type TicketSystem,
   ticketArgs,
   ticketModel,
   ticketSystem,
   ticketTool,
+  userMessage,
 } from './app.js';
 
 export type Surface = 'dispatcher' | 'runner';
 
+/** What every surface supports of the optional cases. */
+export const supports: NonNullable<TurnIdentityCaseOptions['supports']> = {
+  shapes: ['string', 'blocks'],
+  providerOptions: true,
+  wrapTwice: true,
+  methods: ['sayRepeatingCall', 'sayAnsweredByTool'],
+};
+
+/** How one attempt of a turn is run. */
+interface Attempt extends LoopOptions {
+  /** The turn ends on the tool results (the loop stops; the runner's `max_iterations: 1`). */
+  answeredByTool?: boolean;
+}
+
 export function createDriver(surface: Surface, stream: boolean) {
   return async (): Promise<TurnIdentityDriver> => {
-    const server = await startScriptedServer({ respond: ticketModel });
+    // The scripted model calls create_ticket once per user turn; `repeat`: twice, one step apart.
+    const model = { repeat: false };
+    const server = await startScriptedServer({
+      respond: (turn) =>
+        model.repeat && turn.toolResults.length === 1
+          ? { toolUses: [{ name: 'create_ticket', input: { title: turn.userText } }] }
+          : ticketModel(turn),
+    });
     const anthropic = client(server.baseURL);
     const idempotency = createIdempotency({ store: createMemoryStore() });
     const vendor = ticketSystem();
@@ -44,37 +73,68 @@ export function createDriver(surface: Surface, stream: boolean) {
         return out;
       },
     };
-    const dispatcher = createToolDispatcher(idempotency, {
-      create_ticket: { schema: ticketArgs, execute: system.create },
-    });
-    const turn = (id: string | undefined, history: MessageParam[], prompt: string) =>
-      surface === 'dispatcher'
-        ? dispatchTurn(anthropic, dispatcher, history, {
-            conversationId: id,
-            stream,
-            system: prompt,
-          })
-        : runnerTurn(
-            anthropic,
-            [ticketTool(system)],
-            history,
-            { idempotency, ...(id === undefined ? {} : { conversationId: id }) },
-            { stream, system: prompt },
-          );
     return {
-      conversation(id): TurnIdentityConversation {
+      ...supports,
+      conversation(id, options): TurnIdentityConversation {
+        const twice = options?.wrapTwice === true;
+        const identity = { idempotency, ...(id === undefined ? {} : { conversationId: id }) };
+        // Made idempotent twice: a handler that is `idempotency.wrap`'s function (refused when
+        // the dispatcher is made), a runner made from another runner's tools (`params.tools`).
+        const dispatcher =
+          surface === 'dispatcher'
+            ? createToolDispatcher(idempotency, {
+                create_ticket: {
+                  schema: ticketArgs,
+                  execute: twice
+                    ? (idempotency.wrap('create_ticket', system.create) as never)
+                    : system.create,
+                },
+              })
+            : undefined;
+        const tools = () =>
+          twice
+            ? idempotentToolRunner(
+                anthropic,
+                { model: 'scripted', max_tokens: 1024, messages: [], tools: [ticketTool(system)] },
+                identity,
+              ).params.tools
+            : [ticketTool(system)];
+        const turn = (history: MessageParam[], attempt: Attempt) => {
+          const loop = {
+            stream,
+            ...(attempt.system === undefined ? {} : { system: attempt.system }),
+            ...(attempt.cacheEachStep === true && { cacheEachStep: true }),
+          };
+          const byTool = attempt.answeredByTool === true;
+          return dispatcher !== undefined
+            ? dispatchTurn(anthropic, dispatcher, history, {
+                conversationId: id,
+                ...loop,
+                ...(byTool && { stopAfterTools: true }),
+              })
+            : runnerTurn(anthropic, tools(), history, identity, {
+                ...loop,
+                ...(byTool && { max_iterations: 1 }),
+              });
+        };
+
         let history: MessageParam[] = [];
         let before: MessageParam[] = [];
         let last = { text: '', system: '' };
-        const say = async (text: string, prompt: string, resend: boolean, lose: boolean) => {
+        const say = async (
+          text: string,
+          o: SayOptions & Attempt & { resend?: boolean; lose?: boolean; repeat?: boolean } = {},
+        ) => {
+          const prompt = o.system ?? (o.resend ? last.system : 'You open tickets.');
           last = { text, system: prompt };
-          if (!resend) before = history;
-          if (lose) armed.lose = true;
+          if (!o.resend) before = history;
+          if (o.lose) armed.lose = true;
+          model.repeat = o.repeat === true;
+          const sent = [...before, userMessage(text, o.shape, o.providerOptions === true)];
           // The app's own retry: the same history and user message again, after a failure.
           for (let attempt = 0; ; attempt++) {
             try {
-              const sent: MessageParam[] = [...before, { role: 'user', content: text }];
-              history = (await turn(id, sent, prompt)).messages;
+              history = (await turn(sent, { ...o, system: prompt })).messages;
               return;
             } catch (error) {
               if (ConfigurationError.isInstance(error) || attempt >= 2) throw error;
@@ -82,9 +142,11 @@ export function createDriver(surface: Surface, stream: boolean) {
           }
         };
         return {
-          say: (text, o) => say(text, o?.system ?? 'You open tickets.', false, false),
-          resend: (o) => say(last.text, o?.system ?? last.system, true, false),
-          sayLosingReply: (text, o) => say(text, o?.system ?? 'You open tickets.', false, true),
+          say: (text, o) => say(text, o),
+          resend: (o) => say(last.text, { ...o, resend: true }),
+          sayLosingReply: (text, o) => say(text, { ...o, lose: true }),
+          sayRepeatingCall: (text, o) => say(text, { ...o, repeat: true }),
+          sayAnsweredByTool: (text) => say(text, { answeredByTool: true }),
         };
       },
       effects: () => vendor.tickets.length,

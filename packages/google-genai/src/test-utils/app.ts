@@ -8,11 +8,11 @@ import { appendFileSync } from 'node:fs';
 import {
   type CallableTool,
   type Content,
-  type FunctionCall,
+  type ContentListUnion,
   type GenerateContentResponse,
   GoogleGenAI,
   type HttpOptions,
-  type Part,
+  type PartListUnion,
 } from '@google/genai';
 import { z } from 'zod';
 import type { IdempotentFunctions } from '../index.js';
@@ -75,30 +75,51 @@ export const client = (baseUrl: string, extra: HttpOptions = {}) =>
 
 export const user = (text: string): Content => ({ role: 'user', parts: [{ text }] });
 
+/** How the user's message is sent: a `Content`, a string, text parts (`[{ text }]`). */
+export type Shape = 'content' | 'string' | 'parts';
+
 /** One user turn: the history before it, what the user says, the app's system prompt. */
 export interface Turn {
   history: Content[];
   text: string;
   system: string;
   conversationId: string | undefined;
+  /**
+   * The shape of the user's message. `models.*` take a string or parts only as the whole
+   * `contents` (no history): with a history the message is a `Content`. A chat's `sendMessage`
+   * takes a string or parts (`content` is sent as its parts). @default 'content' (chats: 'string')
+   */
+  shape?: Shape | undefined;
+  /**
+   * The turn ends on the function responses, with no text from the model after them: the
+   * hand-written loop stops once it has them; automatic function calling gets
+   * `maximumRemoteCalls: 1`.
+   */
+  answeredByTool?: boolean | undefined;
 }
 
 export type Surface = 'afc' | 'afc-stream' | 'manual' | 'manual-stream' | 'chat' | 'chat-afc';
 
-/** A streamed response read to its end: the model's content and its function calls. */
+/**
+ * A streamed response read to its end: the contents it added, in order (a `user` chunk is AFC
+ * sending the function responses, and the model's next step follows), and the function calls of
+ * the last model content.
+ */
 async function drained(stream: AsyncGenerator<GenerateContentResponse>) {
-  let parts: Part[] = [];
-  const calls: FunctionCall[] = [];
+  const contents: Content[] = [];
   for await (const chunk of stream) {
     const content = chunk.candidates?.[0]?.content;
-    if (content?.role === 'user') {
-      parts = []; // AFC sent the function responses: the model's next step follows
-      continue;
-    }
-    parts.push(...(content?.parts ?? []));
-    calls.push(...(chunk.functionCalls ?? []));
+    if (content === undefined) continue;
+    const role = content.role ?? 'model';
+    const last = contents.at(-1);
+    if (last !== undefined && last.role === role && role === 'model') {
+      last.parts = [...(last.parts ?? []), ...(content.parts ?? [])];
+    } else contents.push({ role, parts: [...(content.parts ?? [])] });
   }
-  return { content: { role: 'model', parts } satisfies Content, calls };
+  if (contents.at(-1)?.role !== 'model') contents.push({ role: 'model', parts: [] });
+  const content = contents.at(-1) as Content;
+  const calls = (content.parts ?? []).flatMap((p) => (p.functionCall ? [p.functionCall] : []));
+  return { contents, content, calls };
 }
 
 const answerOf = (r: GenerateContentResponse): Content =>
@@ -112,27 +133,45 @@ export async function runTurn(
   t: Turn,
 ): Promise<Content[]> {
   const { conversationId } = t;
-  const contents = [...t.history, user(t.text)];
+  const said = user(t.text);
+  const list = [...t.history, said]; // the conversation as the app keeps it
+  const shape = t.shape ?? (surface.startsWith('chat') ? 'string' : 'content');
+  // What the first request sends: a string or parts only as the whole contents.
+  const contents: ContentListUnion =
+    t.history.length > 0 || shape === 'content'
+      ? list
+      : shape === 'string'
+        ? t.text
+        : [{ text: t.text }];
+  const message: PartListUnion = shape === 'string' ? t.text : [{ text: t.text }];
   const systemInstruction = t.system;
+  const afc = t.answeredByTool ? { automaticFunctionCalling: { maximumRemoteCalls: 1 } } : {};
   switch (surface) {
     case 'afc':
     case 'afc-stream': {
-      const config = { systemInstruction, tools: [fns.callable({ contents, conversationId })] };
+      const tools = [fns.callable({ contents, conversationId })];
+      const config = { systemInstruction, tools, ...afc };
       if (surface === 'afc') {
-        return [
-          ...contents,
-          answerOf(await ai.models.generateContent({ model: MODEL, contents, config })),
-        ];
+        const response = await ai.models.generateContent({ model: MODEL, contents, config });
+        // Ended on the function responses: the SDK's own record of the turn (each call and its
+        // responses) is all the app has of it. Else the app keeps the answer (AFC keeps its steps).
+        if (t.answeredByTool) return response.automaticFunctionCallingHistory ?? list;
+        return [...list, answerOf(response)];
       }
-      const { content } = await drained(
+      const streamed = await drained(
         await ai.models.generateContentStream({ model: MODEL, contents, config }),
       );
-      return [...contents, content];
+      return [...list, streamed.content];
     }
     case 'manual':
     case 'manual-stream': {
       for (let step = 0; step < 6; step++) {
-        const params = { model: MODEL, contents, config: { systemInstruction, tools: [fns.tool] } };
+        const sent = step === 0 ? contents : [...list];
+        const params = {
+          model: MODEL,
+          contents: sent,
+          config: { systemInstruction, tools: [fns.tool] },
+        };
         const { content, calls } =
           surface === 'manual'
             ? await ai.models.generateContent(params).then((r) => ({
@@ -140,18 +179,22 @@ export async function runTurn(
                 calls: r.functionCalls ?? [],
               }))
             : await drained(await ai.models.generateContentStream(params));
-        contents.push(content);
-        if (calls.length === 0) return contents;
-        contents.push({ role: 'user', parts: await fns.run(calls, { contents, conversationId }) });
+        list.push(content);
+        if (calls.length === 0) return list;
+        const parts = await fns.run(calls, { contents: list, conversationId });
+        list.push({ role: 'user', parts });
+        if (t.answeredByTool) return list; // the app's loop stops on the function responses
       }
       throw new Error('too many steps');
     }
     case 'chat': {
       const config = { systemInstruction, tools: [fns.tool] };
       const chat = ai.chats.create({ model: MODEL, history: t.history, config });
-      let response = await chat.sendMessage({ message: t.text });
+      let response = await chat.sendMessage({ message });
       while (response.functionCalls?.length) {
         const parts = await fns.run(response, { chat, conversationId });
+        // A chat records a function response only by sending it: the app keeps it itself.
+        if (t.answeredByTool) return [...chat.getHistory(true), { role: 'user', parts }];
         response = await chat.sendMessage({ message: parts });
       }
       return chat.getHistory(true);
@@ -162,8 +205,8 @@ export async function runTurn(
         history: t.history,
         config: { systemInstruction },
       });
-      const tools = [fns.callable({ chat, message: t.text, conversationId })];
-      await chat.sendMessage({ message: t.text, config: { systemInstruction, tools } });
+      const tools = [fns.callable({ chat, message, conversationId })];
+      await chat.sendMessage({ message, config: { systemInstruction, tools, ...afc } });
       return chat.getHistory(true);
     }
   }

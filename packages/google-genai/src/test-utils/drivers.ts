@@ -4,7 +4,12 @@
  * against the scripted Gemini server.
  */
 import type { Content } from '@google/genai';
-import type { TurnIdentityConversation, TurnIdentityDriver } from '@idempotent-tools/testing';
+import type {
+  SayOptions,
+  TurnIdentityCaseOptions,
+  TurnIdentityConversation,
+  TurnIdentityDriver,
+} from '@idempotent-tools/testing';
 import {
   ConfigurationError,
   createIdempotency,
@@ -18,6 +23,7 @@ import { startScriptedServer } from '../testing/index.js';
 import {
   client,
   runTurn,
+  type Shape,
   type Surface,
   ticketArgs,
   ticketCallable,
@@ -28,29 +34,57 @@ import {
 
 export type Wrapping = 'functions' | 'callable';
 
-/** The ticket system's functions, wrapped as local functions or as a wrapped CallableTool. */
+/**
+ * The ticket system's functions, wrapped as local functions or as a wrapped CallableTool.
+ * `twice`: made idempotent twice, as an app can by mistake: a handler whose `execute` is
+ * `idempotency.wrap`'s function, or a callable of idempotent functions wrapped again.
+ */
 export async function ticketFunctions(
   idempotency: Idempotency,
   system: ReturnType<typeof ticketSystem>,
   wrapping: Wrapping,
+  twice = false,
 ): Promise<IdempotentFunctions> {
-  if (wrapping === 'callable')
-    return idempotentCallableTool(ticketCallable(system), { idempotency });
+  if (wrapping === 'callable') {
+    const once = await idempotentCallableTool(ticketCallable(system), { idempotency });
+    if (!twice) return once;
+    return idempotentCallableTool(once.callable({ turnId: 'turn-1' }), { idempotency });
+  }
+  const create = (args: { title: string; priority: string }) => system.create(args);
   return idempotentFunctions(
     {
       create_ticket: {
         declaration: ticketDeclaration,
         schema: ticketArgs,
-        execute: (args: { title: string; priority: string }) => system.create(args),
+        execute: twice ? (idempotency.wrap('create_ticket', create) as never) : create,
       },
     },
     { idempotency },
   );
 }
 
+/** What a surface supports of the optional cases (no provider options: Gemini parts have none). */
+export function supportsOf(surface: Surface): NonNullable<TurnIdentityCaseOptions['supports']> {
+  const chat = surface === 'chat' || surface === 'chat-afc';
+  return {
+    shapes: chat ? ['string', 'parts'] : ['content', 'string', 'parts'],
+    wrapTwice: true,
+    // Streamed AFC sends the function responses to the model even at `maximumRemoteCalls: 1`.
+    methods:
+      surface === 'afc-stream' ? ['sayRepeatingCall'] : ['sayRepeatingCall', 'sayAnsweredByTool'],
+  };
+}
+
 export function driver(surface: Surface, wrapping: Wrapping = 'functions') {
   return async (): Promise<TurnIdentityDriver> => {
-    const server = await startScriptedServer({ respond: ticketModel });
+    // The scripted model calls create_ticket once per user turn; `repeat`: twice, one step apart.
+    const model = { repeat: false };
+    const server = await startScriptedServer({
+      respond: (turn) =>
+        model.repeat && turn.functionResponses.length === 1
+          ? { functionCalls: [{ name: 'create_ticket', args: { title: turn.userText } }] }
+          : ticketModel(turn),
+    });
     const ai = client(server.baseUrl);
     const idempotency = createIdempotency({ store: createMemoryStore() });
     const armed = { lose: false };
@@ -68,20 +102,34 @@ export function driver(surface: Surface, wrapping: Wrapping = 'functions') {
     };
     const fns = await ticketFunctions(idempotency, system, wrapping);
     return {
-      conversation(conversationId): TurnIdentityConversation {
+      ...supportsOf(surface),
+      async conversation(conversationId, options): Promise<TurnIdentityConversation> {
+        const mine = options?.wrapTwice
+          ? await ticketFunctions(idempotency, system, wrapping, true)
+          : fns;
         let history: Content[] = [];
         let last = { before: [] as Content[], text: '', system: '' };
-        const turn = async (text: string, sys: string, resend: boolean, lose: boolean) => {
-          const before = resend ? last.before : history;
+        type Attempt = SayOptions & {
+          resend?: boolean;
+          lose?: boolean;
+          repeat?: boolean;
+          answeredByTool?: boolean;
+        };
+        const turn = async (text: string, o: Attempt) => {
+          const sys = o.system ?? (o.resend ? last.system : 'You open tickets.');
+          const before = o.resend ? last.before : history;
           last = { before, text, system: sys };
-          if (lose) armed.lose = true;
+          if (o.lose) armed.lose = true;
+          model.repeat = o.repeat === true;
           for (let attempt = 0; ; attempt++) {
             try {
-              history = await runTurn(ai, fns, surface, {
+              history = await runTurn(ai, mine, surface, {
                 history: before,
                 text,
                 system: sys,
                 conversationId,
+                shape: o.shape as Shape | undefined,
+                answeredByTool: o.answeredByTool,
               });
               return;
             } catch (error) {
@@ -90,9 +138,11 @@ export function driver(surface: Surface, wrapping: Wrapping = 'functions') {
           }
         };
         return {
-          say: (text, o) => turn(text, o?.system ?? 'You open tickets.', false, false),
-          resend: (o) => turn(last.text, o?.system ?? last.system, true, false),
-          sayLosingReply: (text, o) => turn(text, o?.system ?? 'You open tickets.', false, true),
+          say: (text, o) => turn(text, { ...o }),
+          resend: (o) => turn(last.text, { ...o, resend: true }),
+          sayLosingReply: (text, o) => turn(text, { ...o, lose: true }),
+          sayRepeatingCall: (text) => turn(text, { repeat: true }),
+          sayAnsweredByTool: (text) => turn(text, { answeredByTool: true }),
         };
       },
       effects: () => inner.tickets.length,
