@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { sharedTest } from '../../vitest.shared.js';
 
-// No performance hints ("faster with isolate: false"): nobody asked for them in `pnpm test`.
-export default defineConfig({ test: { experimental: { diagnostics: false } } });
+// Hang-detector timeouts only (see vitest.shared.ts).
+export default defineConfig({ test: sharedTest });

@@ -24,11 +24,11 @@ test('offline: a duplicate in one step, a broken stream retried, a new turn, ano
   expect(text).toContain('  attempt 2: 2 create_ticket call(s), 2 replayed');
   expect(text).toContain('  attempt 1: 2 create_ticket call(s), 1 replayed');
   expect(text).toContain('Tickets: T-1 for ann#1, T-2 for ann#2, T-3 for bob#1');
-}, 30_000);
+});
 
 test('the transcript is the same, line for line, on every run', async () => {
   expect((await run()).transcript).toEqual((await run()).transcript);
-}, 60_000);
+});
 
 test("npm start's check fails on a ticket opened twice or missing", () => {
   expect(problems({ ticketsBy: { 'ann#1': 2, 'bob#1': 1 } })).toEqual([

@@ -25,7 +25,7 @@ test('offline: a cut reply, a broken stream, a dropped connection, duplicates in
   expect(text).toContain('the stream broke -> the app sends the turn again (attempt 2)');
   expect(text).toMatch(/tool -> \{"ticket":"T-3",.*"replayed":true\}/);
   expect(text).toContain('side effect: ticket T-2 opened for ann');
-}, 30_000);
+});
 
 test('the transcript is the same, line for line, on every run', async () => {
   const first = (await run()).transcript;
@@ -37,7 +37,7 @@ test('the transcript is the same, line for line, on every run', async () => {
     '    side effect: ticket T-3 opened for bob',
     '    side effect: ticket T-4 opened for cy',
   ]);
-}, 60_000);
+});
 
 test("npm start's check fails on a ticket opened twice, missing, or for someone else", () => {
   expect(problems({ ticketsBy: { ann: 2, bob: 1, cy: 1 } })).toEqual([]);

@@ -24,7 +24,7 @@ test('offline: dropped and cut replies, a parallel duplicate, retried turns, two
   // duplicate (his first call ran, it was not Ann's replayed); Cy: the retried run.
   expect(result.replayed).toBe(5);
   expect(result.transcript.join('\n')).toMatch(/tool -> \{.*"replayed":true\}/);
-}, 30_000);
+});
 
 test('offline: a repeatable tool, retried and repeated on purpose (repeat: 2)', async () => {
   const result = await run();
@@ -40,7 +40,7 @@ test('offline: a repeatable tool, retried and repeated on purpose (repeat: 2)', 
     'side effect: reminder 1 sent to eve',
     'side effect: reminder 2 sent to eve',
   ]);
-}, 30_000);
+});
 
 /**
  * The transcript with the data folder and the call ids (random, from the scripted server)
@@ -95,7 +95,7 @@ test('the transcript is the same, line for line, on every run', async () => {
       '  tool -> {"reminder":2,"to":"eve","replayed":true} [call_12]',
     ].join('\n'),
   );
-}, 60_000);
+});
 
 test("npm start's check fails on a ticket opened twice, missing, or for someone else", () => {
   expect(problems({ ticketsBy: { ann: 1, bob: 1, cy: 1 } })).toEqual([]);

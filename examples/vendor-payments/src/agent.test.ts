@@ -67,7 +67,7 @@ test('the crash matrix: killed at every step, each order is charged once and pai
     'checkout failed',
   ]);
   expect(searchDown?.agents[2]?.events).toEqual(['bank.transfer reconciled', 'checkout executed']);
-}, 120_000);
+});
 
 test('the negative control: without the key and the ledger, the same kills charge twice', async () => {
   const result = await main({
@@ -80,4 +80,4 @@ test('the negative control: without the key and the ledger, the same kills charg
     ['bank:after-reply', 2, 2],
   ]);
   expect(result.duplicates).toBe(3);
-}, 30_000);
+});

@@ -54,4 +54,4 @@ test('refunds with an approval: each runs once, an approval never authorises ano
   ]);
   expect(drift?.agents[1]?.reply).toMatchObject({ error: 'drift', next: 'change-arguments' });
   expect(drift?.agents[2]?.reply).toMatchObject({ amount: 6000 });
-}, 120_000);
+});

@@ -88,7 +88,7 @@ function isUnasked(error: unknown): boolean {
   );
 }
 
-describe('an approval authorises only a call the model asked about', { timeout: 120_000 }, () => {
+describe('an approval authorises only a call the model asked about', () => {
   for (const mode of ['generateText', 'streamText'] as const) {
     test(`${mode}: a made-up call with an approval: refused to the app; nothing ran, nothing recorded`, async () => {
       const app = await startApprovalApp({ api: 'chat', mode });

@@ -88,7 +88,7 @@ async function firstRequest(files: Files, mode?: 'generateText' | 'streamText') 
   return { history: [user, ...first.responseMessages], request: first.approvalRequests[0] };
 }
 
-describe('AI SDK needsApproval, resumed in another process on SQLite', { timeout: 120_000 }, () => {
+describe('AI SDK needsApproval, resumed in another process on SQLite', () => {
   test('approved: runs once; the approval sent again replays; edited args run nothing', async () => {
     const files = filesFor('generate');
     const { history, request } = await firstRequest(files);

@@ -39,9 +39,7 @@ function runChild(env: { CRASH_DB: string; CRASH_EFFECTS: string; CRASH_AT: Cras
 }
 
 // A child process per case (tsx startup) and a 1 s lease: generous timeouts for a loaded box.
-describe('(5) a process killed mid-turn, on a SQLite store, over @ai-sdk/openai', {
-  timeout: 60_000,
-}, () => {
+describe('(5) a process killed mid-turn, on a SQLite store, over @ai-sdk/openai', () => {
   it('killed after the outcome was stored: the resumed run replays it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ai-sdk-crash-'));
     const files = { dbPath: join(dir, 'agent.db'), effectsFile: join(dir, 'effects.log') };

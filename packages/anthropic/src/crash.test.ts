@@ -94,7 +94,7 @@ describe('a process killed mid-turn (SQLite store), then the turn resumed in ano
         } finally {
           await server.close();
         }
-      }, 30_000);
+      });
     }
   }
 });

@@ -550,9 +550,7 @@ describe('__proto__, integer-like keys and null-prototype objects next to re-sor
     }
   });
 
-  test('differential fuzz against an independent RFC 8785 reference, on shapes repeated past the compile threshold', {
-    timeout: 60_000,
-  }, async () => {
+  test('differential fuzz against an independent RFC 8785 reference, on shapes repeated past the compile threshold', async () => {
     // A fresh module instance (empty shape cache) and a spy on the Function constructor, to see
     // that copiers were compiled (and so the compiled fast path ran, not only the generic loop).
     vi.resetModules();

@@ -78,6 +78,6 @@ describe('a process killed mid-turn (SQLite store), then the turn resumed in ano
       } finally {
         await server.close();
       }
-    }, 60_000);
+    });
   }
 });

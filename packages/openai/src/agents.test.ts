@@ -322,7 +322,7 @@ describe('@openai/agents over a flaky network (OpenAIResponsesModel, real openai
       'ok',
     ]);
     expect(result.finalOutput).toContain('"replayed":true');
-  }, 20_000);
+  });
 });
 
 describe('@openai/agents with a model given by name (not observed)', () => {

@@ -50,7 +50,7 @@ describe('Agents SDK approvals: why an approval is refused (resumed in another p
     } finally {
       await driver.close();
     }
-  }, 120_000);
+  });
 
   test('a made-up state (a call id the model never emitted, with a turn id): the model reads that the call was never asked for', async () => {
     const driver = await createAgentsApprovalDriver();
@@ -61,7 +61,7 @@ describe('Agents SDK approvals: why an approval is refused (resumed in another p
     } finally {
       await driver.close();
     }
-  }, 120_000);
+  });
 
   test('the approval moved to another call id: its turn is unknown, refused to the developer', async () => {
     const driver = await createAgentsApprovalDriver();
@@ -73,7 +73,7 @@ describe('Agents SDK approvals: why an approval is refused (resumed in another p
     } finally {
       await driver.close();
     }
-  }, 120_000);
+  });
 });
 
 describe('an approval resumed from RunState.fromString in another process (SQLite store)', () => {
@@ -128,7 +128,7 @@ describe('an approval resumed from RunState.fromString in another process (SQLit
       } finally {
         await server.close();
       }
-    }, 60_000);
+    });
   }
 });
 
@@ -183,5 +183,5 @@ describe('needsApproval bound to the exact call, with a parallel tool (SQLite, o
     } finally {
       await server.close();
     }
-  }, 90_000);
+  });
 });

@@ -88,7 +88,7 @@ describe('a process killed mid-turn (SQLite store), then the turn resumed in ano
       } finally {
         await server.close();
       }
-    }, 30_000);
+    });
 
     test(`@openai/agents, killed ${mode}: never a second side effect`, async () => {
       const { db, effects } = files(`agents-${mode}`);
@@ -125,6 +125,6 @@ describe('a process killed mid-turn (SQLite store), then the turn resumed in ano
       const result = sent.find((i) => i.type === 'function_call_result');
       expectResumed(JSON.parse(result?.output?.text as string), mode);
       expect(countEffects(effects)).toBe(1);
-    }, 30_000);
+    });
   }
 });

@@ -100,7 +100,7 @@ describe('Chat Completions over a flaky network (real openai client, local serve
       .flatMap((r) => (r.body as { messages?: Array<{ tool_call_id?: string }> }).messages ?? [])
       .flatMap((m) => (m.tool_call_id ? [m.tool_call_id] : []));
     expect(new Set(callIds).size).toBe(2);
-  }, 20_000);
+  });
 
   test('the same call again in a later step: one execution, the second output replayed', async () => {
     const { system, tools } = setup();
@@ -173,7 +173,7 @@ describe('Responses API over a flaky network', () => {
       replayed: true,
     });
     expect(text).toContain('"replayed":true');
-  }, 20_000);
+  });
 
   test('two identical function calls in one output: one execution; a string input is a turn', async () => {
     const { system, tools } = setup();

@@ -134,7 +134,7 @@ describe('idempotentFetch: the tool call key on the vendor calls a tool makes', 
     expect(
       server.requests.filter((r) => r.method === 'GET').map((r) => r.headers['idempotency-key']),
     ).toEqual([undefined, undefined]);
-  }, 20_000);
+  });
 
   test('outside a tool call, on GET and with a key already set: passes through', async () => {
     const sent: Headers[] = [];

@@ -218,7 +218,9 @@ describe('dynamodb store: items', () => {
     };
     const first = await errorOf(idempotency.run(call, big));
     expect(first).toMatchObject({ code: 'persist_failed', reason: 'invalid_result' });
-    expect((first as Error).message).toMatch(/dynamodb store holds at most \d+ bytes.*maxResultBytes/);
+    expect((first as Error).message).toMatch(
+      /dynamodb store holds at most \d+ bytes.*maxResultBytes/,
+    );
     const retry = await errorOf(idempotency.run(call, big));
     expect(retry).toMatchObject({ code: 'replayed_failure', originalCode: 'invalid_result' });
     expect(runs).toBe(1);

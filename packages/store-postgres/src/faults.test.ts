@@ -275,7 +275,7 @@ describe.skipIf(!up).each([['pg'], ['postgres.js']] as const)(
         );
         return rows[0].n === 0;
       });
-    }, 60_000);
+    });
   },
 );
 

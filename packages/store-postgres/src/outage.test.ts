@@ -187,7 +187,7 @@ describe.each([pgCase, postgresJsCase])('$name', (driver) => {
           await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
         },
       });
-    }, 60_000);
+    });
   });
 
   describe.skipIf(!binariesUp)('outage of a throwaway server (crash and restart)', () => {
@@ -208,6 +208,6 @@ describe.each([pgCase, postgresJsCase])('$name', (driver) => {
         breakIt: () => running.stop(),
         repair: () => running.start(),
       });
-    }, 60_000);
+    });
   });
 });

@@ -44,7 +44,7 @@ describe.skipIf(!binaries)('redis store on a 3-master Redis Cluster', () => {
     handle = await startRedisCluster({ masters: 3 });
     admin = connect();
     await ready(admin);
-  }, 60_000);
+  });
 
   afterAll(async () => {
     admin?.disconnect();
@@ -61,7 +61,7 @@ describe.skipIf(!binaries)('redis store on a 3-master Redis Cluster', () => {
         : { notifications: 'classic' };
       beforeAll(async () => {
         cluster = await connectCluster();
-      }, 60_000);
+      });
       afterAll(async () => {
         if (cluster !== undefined) await driver.close(cluster);
       });

@@ -155,7 +155,7 @@ for (const driver of DRIVERS) {
         await driver.close(client);
         await driver.close(waiterClient);
       }
-    }, 30_000);
+    });
 
     test("Redis down with the client's default options (retries, offline queue): a call fails at the store's deadline, not minutes later", async () => {
       const [port] = await freePorts(1);
@@ -212,6 +212,6 @@ for (const driver of DRIVERS) {
         await store.close();
         await driver.close(client);
       }
-    }, 30_000);
+    });
   });
 }

@@ -80,16 +80,16 @@ for (const driver of DRIVERS) {
       console.info(
         `[store-redis] ${driver.name} race: 4 x 250 calls, 1 execution, ${Math.round(elapsed)} ms in all (1.5 s start barrier, 200 ms effect)`,
       );
-    }, 60_000);
+    });
 
     test('crash after the effect: the retry reports outcome_unknown, reconcile adopts the effect', async () => {
       const { effectsFile, turnId } = newScenarioFiles();
-      const scenario = { ...workers, effectsFile, turnId, leaseMs: 500 };
+      const scenario = { ...workers, effectsFile, turnId, leaseMs: 1_000 };
       const [crashed] = await runWorkers({ ...scenario, kind: 'crash-after-effect' });
       expect(crashed!.signal).toBe('SIGKILL');
       expect(countEffects(effectsFile)).toBe(1);
 
-      await sleep(700); // the lease runs out: the record is stale
+      await sleep(1_300); // the lease runs out: the record is stale
       const [retry] = await runWorkers({ ...scenario, kind: 'retry' });
       expect(retry!.results).toEqual([
         expect.objectContaining({ ok: false, code: 'outcome_unknown' }),
@@ -116,7 +116,7 @@ for (const driver of DRIVERS) {
         }),
       ]);
       expect(countEffects(effectsFile)).toBe(1);
-    }, 60_000);
+    });
 
     test('crash after the outcome is stored: the retry replays it', async () => {
       const { effectsFile, turnId } = newScenarioFiles();
@@ -129,6 +129,6 @@ for (const driver of DRIVERS) {
       const effect = readFileSync(effectsFile, 'utf8').split('\n')[0]!;
       expect((retry!.results[0]!.value as { effect: string }).effect).toBe(effect);
       expect(countEffects(effectsFile)).toBe(1);
-    }, 60_000);
+    });
   });
 }

@@ -54,7 +54,7 @@ describe('sqlite store across processes (one file)', () => {
       turnId,
     });
     expectOneExecution(reports, effectsFile, 1000);
-  }, 60_000);
+  });
 
   betterTest(
     '2 node:sqlite + 2 better-sqlite3 processes x 250 calls on one file: one execution',
@@ -134,13 +134,17 @@ describe('sqlite store across processes (one file)', () => {
       async () => {
         const { effectsFile, turnId } = newScenarioFiles();
         const common = { storeModule, execArgv, env: env(newFile(), driver), effectsFile, turnId };
-        const [crashed] = await runWorkers({ ...common, kind: 'crash-after-effect', leaseMs: 500 });
+        const [crashed] = await runWorkers({
+          ...common,
+          kind: 'crash-after-effect',
+          leaseMs: 1_000,
+        });
         expect(crashed?.signal).toBe('SIGKILL');
         expect(crashed?.results).toEqual([]);
         expect(countEffects(effectsFile)).toBe(1);
 
-        await sleep(600); // the dead attempt's lease runs out
-        const [retry] = await runWorkers({ ...common, kind: 'retry', leaseMs: 500 });
+        await sleep(1_300); // the dead attempt's lease runs out
+        const [retry] = await runWorkers({ ...common, kind: 'retry', leaseMs: 1_000 });
         expect(retry?.results).toMatchObject([{ ok: false, code: 'outcome_unknown' }]);
         expect(countEffects(effectsFile)).toBe(1);
 

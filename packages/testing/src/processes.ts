@@ -67,7 +67,7 @@ export interface RunWorkersOptions
   execArgv?: string[];
   /** Extra environment for the workers (connection URLs). */
   env?: Record<string, string>;
-  /** Kill a worker that runs longer than this, ms. @default 60000 */
+  /** Kill a worker that runs longer than this, ms (a hang detector). @default 600000 */
   timeoutMs?: number;
 }
 
@@ -124,7 +124,7 @@ export async function runWorkers(options: RunWorkersOptions): Promise<WorkerRepo
           let stderr = '';
           child.stdout.on('data', (d) => (stdout += d));
           child.stderr.on('data', (d) => (stderr += d));
-          const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+          const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 600_000);
           child.on('error', reject);
           child.on('close', (exitCode, signal) => {
             clearTimeout(timer);
