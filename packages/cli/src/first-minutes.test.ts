@@ -415,3 +415,17 @@ describe('stats on the demo database', () => {
     }
   });
 });
+
+describe('issue 27: the first mistakes get a message that says what to type', () => {
+  test('--store ./agent.db (a bare path): exit 2, and the message names sqlite:./agent.db', async () => {
+    const run = await inProcess(['stats', '--store', './agent.db']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/For the SQLite file \.\/agent\.db, write sqlite:\.\/agent\.db\./);
+  });
+
+  test('inspect not-a-key: it says the argument is not a key, and what keys look like', async () => {
+    const run = await inProcess(['inspect', 'not-a-key', ...store]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/"not-a-key" is not an idempotency key: keys look like v1_/);
+  });
+});

@@ -470,6 +470,9 @@ function toListFilter(values: Values): ListFilter {
 
 type Out = (value: unknown, text: string) => void;
 
+/** What a key of the executor looks like: `v1_` and 43 base64url characters. */
+const KEY_SHAPE = /^v1_[A-Za-z0-9_-]{43}$/;
+
 async function inspect(
   opened: OpenedStore,
   key: string,
@@ -485,6 +488,10 @@ async function inspect(
     // JSON on stdout for scripts; for people, the message goes to stderr like every failure.
     if (json)
       out({ key, found: false, record: null, outcome: null, audit: where, auditTrail: null }, '');
+    else if (!KEY_SHAPE.test(key))
+      err(
+        `${JSON.stringify(key)} is not an idempotency key: keys look like v1_ followed by 43 letters, digits, - or _ (an event's key, or \`idempotent-tools list\`). Nothing under it.`,
+      );
     else
       err(
         `No live record under ${key}: never stored, released after a retryable error, or expired.`,

@@ -133,7 +133,10 @@ function checkName(option: string, value: string, pattern: RegExp): string {
 }
 
 function badUrl(url: string): string {
-  return `Unsupported store URL ${JSON.stringify(redactUrl(url))}. Use sqlite:PATH, redis://HOST:PORT[/DB], rediss://..., or postgres://USER@HOST:PORT/DB.`;
+  // A bare file path (`./agent.db`, `agent.sqlite`): most likely the SQLite file of an agent.
+  const path = !/^[a-z][a-z0-9+.-]*:/i.test(url) || /^[a-z]:[\\/]/i.test(url);
+  const hint = path ? ` For the SQLite file ${url}, write sqlite:${url}.` : '';
+  return `Unsupported store URL ${JSON.stringify(redactUrl(url))}.${hint} Use sqlite:PATH, redis://HOST:PORT[/DB], rediss://..., or postgres://USER@HOST:PORT/DB.`;
 }
 
 async function openSqlite(url: string, options: StoreOptions): Promise<OpenedStore> {

@@ -777,3 +777,22 @@ describe('waiting leaves nothing behind (issue 16, finding 8)', () => {
     expect(timers() - before).toBeLessThan(20);
   });
 });
+
+describe('issue 27: a client passed as the store', () => {
+  realTest(
+    'a raw Redis, PostgreSQL or SQLite client gets the store that takes it, not "contract undefined"',
+    () => {
+      const redisLike = { evalsha: () => {}, hset: () => {}, on: () => {} };
+      const pgLike = { query: () => {}, connect: () => {}, idleCount: 0 };
+      const sqliteLike = { prepare: () => {}, exec: () => {} };
+      for (const [client, hint] of [
+        [redisLike, /a Redis client: wrap it, createRedisStore\(redis\)/],
+        [pgLike, /a PostgreSQL client: wrap it, createPostgresStore\(pool\)/],
+        [sqliteLike, /a SQLite database: use openSqliteStore\(path\)/],
+        [{}, /pass createMemoryStore\(\), openSqliteStore\(path\)/],
+      ] as const) {
+        expect(() => createIdempotency({ store: client as never })).toThrow(hint);
+      }
+    },
+  );
+});

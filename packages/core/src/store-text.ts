@@ -19,3 +19,12 @@ export function checkStoreText(
     });
   }
 }
+
+/**
+ * For store authors: the message of an error that caused a failure, to quote inside a sentence
+ * (its trailing full stops dropped: "failed during claim: Connection is closed. Nothing ran").
+ */
+export function reasonOf(cause: unknown): string {
+  const text = cause instanceof Error ? cause.message : String(cause);
+  return text.replace(/[.\s]+$/, '');
+}

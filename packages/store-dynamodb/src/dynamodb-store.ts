@@ -28,6 +28,7 @@ import {
   matchesFilter,
   RecordIntegrityError,
   type RecordPage,
+  reasonOf,
   type StatsFilter,
   type StoreCapabilities,
   type StoreStats,
@@ -759,7 +760,7 @@ export class DynamoDbStore implements IdempotencyStore {
    */
   #corrupt(key: string, cause: unknown): RecordIntegrityError {
     const id = this.#id(key);
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = reasonOf(cause);
     return new RecordIntegrityError({
       key,
       cause,
@@ -772,7 +773,7 @@ export class DynamoDbStore implements IdempotencyStore {
   #fail(what: string, key: string | undefined, cause: unknown): Error {
     if (InvalidInputError.isInstance(cause) || RecordIntegrityError.isInstance(cause)) return cause;
     const name = (cause as { name?: unknown } | null)?.name;
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = reasonOf(cause);
     if (name === 'ValidationException') {
       // DynamoDB refused the request itself: retrying cannot help, and running the tool
       // unguarded (fail-open) must not follow.

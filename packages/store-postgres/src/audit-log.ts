@@ -19,6 +19,7 @@ import {
   encodeCursor,
   type IdempotencyEvent,
   InvalidInputError,
+  reasonOf,
   StoreUnavailableError,
 } from '@idempotent-tools/core';
 import { type Driver, type DriverResult, type PostgresClient, resolveDriver } from './driver.js';
@@ -469,7 +470,7 @@ export class PostgresAuditLog implements AuditLog {
 
   #unavailable(what: string, cause: unknown): StoreUnavailableError {
     const code = (cause as { code?: unknown }).code;
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = reasonOf(cause);
     return new StoreUnavailableError({
       cause,
       message:

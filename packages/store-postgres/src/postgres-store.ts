@@ -18,6 +18,7 @@ import {
   RecordIntegrityError,
   type RecordMeta,
   type RecordPage,
+  reasonOf,
   type StatsFilter,
   type StoreStats,
   StoreUnavailableError,
@@ -677,7 +678,7 @@ GROUP BY clock.ms`;
 
   #unavailable(what: string, cause: unknown, key?: string): StoreUnavailableError {
     const code = (cause as { code?: unknown }).code;
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = reasonOf(cause);
     const message =
       code === '42P01' || code === '3F000'
         ? `The PostgreSQL store's table ${this.names.qualified} does not exist (${reason}). Create it with store.ensureSchema() or run schemaSql() / sql/schema.sql in a migration.`

@@ -20,6 +20,7 @@ import {
   RecordIntegrityError,
   type RecordMeta,
   type RecordPage,
+  reasonOf,
   type StatsFilter,
   type StoreCapabilities,
   type StoreStats,
@@ -569,7 +570,7 @@ export class RedisStore implements IdempotencyStore {
    */
   #corrupt(what: string, key: string, cause: unknown): RecordIntegrityError {
     const raw = `${this.#driver.keyPrefix}${this.#recordKey(key)}`;
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = reasonOf(cause);
     return new RecordIntegrityError({
       key,
       cause,
@@ -579,7 +580,7 @@ export class RedisStore implements IdempotencyStore {
   }
 
   #unavailable(what: string, key: string | undefined, cause: unknown): StoreUnavailableError {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = reasonOf(cause);
     return new StoreUnavailableError({
       key,
       cause,

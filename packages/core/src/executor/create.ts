@@ -34,6 +34,25 @@ import {
 import { createLocalWaiters, createReclaimer } from './wait.js';
 import { isWrapped, markWrapped, wrappedTwice } from './wrapped.js';
 
+/** What a value passed as the store most likely is, and the store that takes it. */
+function clientHint(value: unknown): string {
+  const v = value as Record<string, unknown> | null;
+  const has = (name: string) => typeof v?.[name] === 'function';
+  if (has('evalsha') || has('sendCommand') || has('hset')) {
+    return ' but a Redis client: wrap it, createRedisStore(redis) from @idempotent-tools/store-redis';
+  }
+  if (has('query') && (typeof v?.idleCount === 'number' || has('connect'))) {
+    return ' but a PostgreSQL client: wrap it, createPostgresStore(pool) from @idempotent-tools/store-postgres';
+  }
+  if (has('prepare') && has('exec')) {
+    return ' but a SQLite database: use openSqliteStore(path) from @idempotent-tools/store-sqlite';
+  }
+  if (has('send') && has('destroy')) {
+    return ' but an AWS SDK client: wrap it, createDynamoDbStore({ client, tableName }) from @idempotent-tools/store-dynamodb';
+  }
+  return ': pass createMemoryStore(), openSqliteStore(path), or a store from a store package';
+}
+
 /** A business key that names something: not undefined, null, '', {} or []. */
 function identifies(value: unknown): boolean {
   if (value === undefined || value === null || value === '') return false;
@@ -84,7 +103,10 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
   if (store.specificationVersion !== 'v1') {
     throw new InvalidInputError({
       field: 'store',
-      message: `The store implements contract ${String(store.specificationVersion)}; this version of @idempotent-tools/core needs 'v1'. Upgrade the store package.`,
+      message:
+        store.specificationVersion === undefined
+          ? `createIdempotency: store is not an idempotency store${clientHint(store)}.`
+          : `The store implements contract ${String(store.specificationVersion)}; this version of @idempotent-tools/core needs 'v1'. Upgrade the store package.`,
     });
   }
   checkBytes('maxArgsBytes', maxArgsBytes);
