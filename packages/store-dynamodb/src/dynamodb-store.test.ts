@@ -109,11 +109,15 @@ const newStore = (options: Partial<DynamoDbStoreOptions> = {}) =>
   createDynamoDbStore({ client, tableName: table, prefix: testPrefix('s'), ...options });
 
 describe('dynamodb store: options', () => {
-  test('defaults: no prefix, name dynamodb, durable, waiters woken by the store poll', () => {
+  test('defaults: no prefix, name dynamodb, durable, waiters woken by the store poll, outcomes within an item', () => {
     const store = createDynamoDbStore({ client, tableName: table });
     expect(store.prefix).toBe('');
     expect(store.name).toBe('dynamodb');
-    expect(store.capabilities).toEqual({ notifiesChanges: true, durable: true });
+    expect(store.capabilities).toEqual({
+      notifiesChanges: true,
+      durable: true,
+      maxOutcomeBytes: 400 * 1024 - 8 * 1024,
+    });
     expect(typeof store.waitForChange).toBe('function');
   });
 

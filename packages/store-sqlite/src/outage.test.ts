@@ -62,7 +62,7 @@ describe('sqlite store outage', () => {
       async () => {
         const file = join(dir, `${randomUUID()}.db`);
         const h = harness(driver, file);
-        let idempotency = createIdempotency({ store: h.store, lease: 200 });
+        let idempotency = createIdempotency({ store: h.store, lease: 1_000 });
         let runs = 0;
         const tool = (args: { n: number }) => {
           runs++;
@@ -107,7 +107,7 @@ describe('sqlite store outage', () => {
         expect(runs).toBe(21);
 
         // Back: every completed record is still there and replays; the failed calls run once.
-        idempotency = createIdempotency({ store: h.reopen(), lease: 200 });
+        idempotency = createIdempotency({ store: h.reopen(), lease: 1_000 });
         const replays = await Promise.all(
           Array.from({ length: 20 }, (_, n) => idempotency.run(call('done', n), tool)),
         );
@@ -118,7 +118,7 @@ describe('sqlite store outage', () => {
         expect(fresh.every((r) => !r.replayed)).toBe(true);
         expect(runs).toBe(31);
         // The attempt cut off mid-run is never re-run blindly.
-        await new Promise((resolve) => setTimeout(resolve, 250));
+        await new Promise((resolve) => setTimeout(resolve, 1_100));
         const unknown = await idempotency.run(call('in-flight', 0), tool).catch((e: unknown) => e);
         expect(codeOf(unknown)).toBe('outcome_unknown');
         expect(runs).toBe(31);
