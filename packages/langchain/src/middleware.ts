@@ -20,7 +20,11 @@ const canWrap = (tool: unknown): tool is StructuredToolInterface => {
  * A run with nothing that tells its conversation apart (no `configurable.thread_id` or
  * `turn_id`, no `conversationId` or `turnId` option) is refused before the model is called:
  * `agent.invoke` throws a `ConfigurationError`. LangChain's tool node would turn an error thrown
- * by a tool into a message for the model; the middleware makes such errors end the run.
+ * by a tool into a message for the model; the middleware makes such errors end the run. A tool
+ * that is already idempotent (from `idempotentTools`) is refused before the first model call,
+ * unless it is in `exclude`. The middleware learns the agent's tools from the model calls it
+ * wraps: a run that ended on a `returnDirect` tool's result answered its turn; one that ended on
+ * another tool's result broke (see `deriveTurnId`).
  *
  * ```ts
  * const agent = createAgent({ model, tools, middleware: [idempotentToolsMiddleware({ store })] });

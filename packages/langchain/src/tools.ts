@@ -32,6 +32,8 @@ function adapterOf(tools: readonly unknown[], options: object, caller: string) {
  * ```ts
  * const createTicket = idempotentTool(tool(create, { name: 'create_ticket', schema }), { store });
  * ```
+ * @throws ConfigurationError on bad options, and for a tool that is already idempotent (it came
+ *   out of a wrapper: its call would wait for itself)
  */
 export function idempotentTool<T extends ToolLike>(tool: T, options: IdempotentToolOptions<T>): T {
   const { policy, unsafe, ...rest } = (options ?? {}) as IdempotentToolOptions<T>;
