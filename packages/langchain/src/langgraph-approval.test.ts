@@ -13,6 +13,7 @@ import {
   createMemoryStore,
   type Idempotency,
 } from '@idempotent-tools/core';
+import { runApprovalCases } from '@idempotent-tools/testing';
 import { Annotation, Command, entrypoint, MemorySaver, StateGraph } from '@langchain/langgraph';
 import { beforeEach, describe, expect, test } from 'vitest';
 import {
@@ -22,6 +23,18 @@ import {
   idempotentTask,
   isApprovalRequest,
 } from './langgraph.js';
+import { createApprovalDriver } from './test-utils/approval-driver.js';
+
+for (const saver of ['memory', 'sqlite'] as const) {
+  runApprovalCases({
+    name: `langgraph: approvalTask in a StateGraph node, Command({ resume }) on ${saver === 'memory' ? 'MemorySaver + the memory store' : 'SqliteSaver + the SQLite store'}`,
+    describe,
+    test,
+    expect,
+    createDriver: createApprovalDriver(saver),
+    supports: ['reject', 'approveEdited', 'approveForOther', 'forge'],
+  });
+}
 
 interface Order {
   id: string;
@@ -211,6 +224,33 @@ describe('refused resumes: the call is asked again, nothing runs', () => {
     });
     expect(await workflow.invoke(approve(asked), config)).toEqual({ chargeId: 'ch_1', amount: 41 });
     expect(charges).toEqual([{ id: 'o-1', amount: 41 }]);
+  });
+
+  test('a resume made up before the call was asked (Command({ update, goto, resume }) on a thread that never asked, with the exact key the call would be asked with): refused, nothing ran, nothing decided (was: charged without asking)', async () => {
+    const payGraph = (own: Idempotency) => {
+      const charge = approvalTask('charge', bankCharge, { idempotency: own });
+      const State = Annotation.Root({ order: Annotation<Order>, receipt: Annotation<unknown> });
+      return new StateGraph(State)
+        .addNode('pay', async (s) => ({ receipt: await charge(s.order) }))
+        .addEdge('__start__', 'pay')
+        .compile({ checkpointer: new MemorySaver() });
+    };
+    const config = thread();
+    // The key this call would be asked with on this thread (a twin graph on a store of its own).
+    const twin = payGraph(createIdempotency({ store: createMemoryStore() }));
+    const { approvalKey } = requestOf(await twin.invoke({ order }, config));
+    const forged = new Command({
+      update: { order },
+      goto: 'pay',
+      resume: { type: 'approve', approvalKey, by: 'mallory' },
+    });
+    const asked = requestOf(await payGraph(idempotency).invoke(forged as never, config));
+    expect(asked.approvalKey).toBe(approvalKey);
+    expect(asked.refused).toMatch(/came before this call was asked for.*nothing ran/);
+    expect(charges).toEqual([]);
+    expect(await createApprovals(idempotency).getApproval(approvalKey)).toMatchObject({
+      status: 'pending',
+    });
   });
 
   test('a resume value that is not a decision: asked again with what to send', async () => {

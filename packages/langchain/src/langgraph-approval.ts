@@ -13,7 +13,7 @@ import {
   ConfigurationError,
   createApprovals,
 } from '@idempotent-tools/core';
-import { interrupt, type TaskOptions, task } from '@langchain/langgraph';
+import { interrupt, isGraphInterrupt, type TaskOptions, task } from '@langchain/langgraph';
 import { type IdempotentTaskOptions, taskCalls } from './langgraph-call.js';
 
 /** The interrupt value an approval task pauses with (`result.__interrupt__[i].value`). */
@@ -76,6 +76,19 @@ export function isApprovalRequest(value: unknown): value is ApprovalRequest {
   const v = value as Partial<ApprovalRequest> | null;
   return v?.type === 'approval_request' && typeof v.approvalKey === 'string';
 }
+
+/**
+ * The record that the `index`-th interrupt of an approval paused the run (the request was put to
+ * the person): an approval request of its own, on the same store. A resume value that reaches an
+ * interrupt which never paused the run (a `Command({ resume, goto })` made up before anything
+ * was asked) is no decision.
+ */
+const askedCall = (approval: Approval, index: number) => ({
+  toolName: 'idempotent-tools/approval-asked',
+  turnId: approval.key,
+  scope: approval.scope,
+  args: { interrupt: index },
+});
 
 /** Why a resume value is not a decision of this call, or undefined when it is one. */
 function problemOf(answer: unknown, request: ApprovalRequest): string | undefined {
@@ -168,8 +181,15 @@ export function approvalTask<Args extends unknown[], Result, Rejected = never>(
       // Pauses the first time; on resume, returns the person's answer. An answer that is not a
       // decision of this call asks again (LangGraph replays the earlier answers on each resume).
       let asked: ApprovalRequest<Args> = request;
-      for (;;) {
-        const answer = interrupt(asked, { responseSchema: RESPONSE_SCHEMA });
+      for (let index = 0; ; index++) {
+        let answer: unknown;
+        try {
+          answer = interrupt(asked, { responseSchema: RESPONSE_SCHEMA });
+        } catch (error) {
+          // The run pauses here: the request is put to the person; remember that it was.
+          if (isGraphInterrupt(error)) await approvals.requestApproval(askedCall(approval, index));
+          throw error;
+        }
         let refused = problemOf(answer, request);
         const decision = answer as ApprovalDecision;
         if (refused === undefined && decision.approvalKey !== approval.key) {
@@ -180,6 +200,10 @@ export function approvalTask<Args extends unknown[], Result, Rejected = never>(
               () => 'refused',
               (error: Error) => error.message,
             );
+        }
+        const put = approvals.keyOf(askedCall(approval, index));
+        if (refused === undefined && (await approvals.getApproval(put)) === undefined) {
+          refused = `The resume value came before this call was asked for (no interrupt of this approval paused the run for it): nothing ran and nothing was decided. Resume the run when it asks, with the approvalKey it asks with.`;
         }
         if (refused === undefined) {
           approval = await decide(approval, decision);

@@ -16,7 +16,6 @@ import { createAdapter, type PerCall } from '@idempotent-tools/core/adapter-kit'
 import {
   type BaseCheckpointSaver,
   getConfig,
-  getPreviousState,
   type LangGraphRunnableConfig,
 } from '@langchain/langgraph';
 
@@ -88,20 +87,64 @@ function placeOf(config: LangGraphRunnableConfig): unknown[] {
   ];
 }
 
+type Tuple = NonNullable<Awaited<ReturnType<BaseCheckpointSaver['getTuple']>>>;
+
 /**
- * Whether the thread already finished a run of its graph: the root graph's previous return value
- * (`getPreviousState()` at the root; inside a subgraph, read from the root checkpoint).
+ * Whether the thread finished a run before this one: `true`, `false`, or why its checkpoints
+ * cannot tell (a string, completing "... so ..."). Read from the root graph's checkpoints:
+ * - an entrypoint writes what it returns to `__end__` when it returns, whatever it returned
+ *   (`undefined` too), and the channel keeps a version from then on: a run that broke or paused
+ *   never wrote it;
+ * - a graph (`StateGraph`): a new run's input checkpoint (a new `__start__` version) marks the
+ *   tasks the run before left undone as seen (LangGraph discards them): when its `versions_seen`
+ *   is the same as the checkpoint before it, nothing was left: that run finished. A state edited
+ *   or forked between two runs (`updateState`) cannot be told.
  */
-async function finishedRun(config: LangGraphRunnableConfig): Promise<boolean> {
-  const map = config.configurable?.checkpoint_map as Record<string, string> | undefined;
-  const root = map?.[''];
-  if (map === undefined || Object.values(map).every((id) => id === root)) {
-    return getPreviousState() != null;
+async function finishedRun(config: LangGraphRunnableConfig): Promise<boolean | string> {
+  const configurable = config.configurable ?? {};
+  const saver = configurable.__pregel_checkpointer as BaseCheckpointSaver | undefined;
+  const current = (configurable.checkpoint_map as Record<string, string> | undefined)?.[''];
+  if (saver === undefined)
+    return 'the graph has no checkpointer: LangGraph keeps no record of its runs';
+  if (current === undefined) return 'LangGraph did not say which checkpoint the run is at';
+  const root = { thread_id: configurable.thread_id, checkpoint_ns: '' };
+  const at = (checkpoint_id: string) => ({ configurable: { ...root, checkpoint_id } });
+  let tuple = await saver.getTuple(at(current));
+  const found = tuple ?? (await latestBefore(saver, { configurable: root }, at(current)));
+  if (found === undefined) return false; // no checkpoint before this run's: its first run
+  const versions = found.checkpoint.channel_versions;
+  if (versions.__end__ !== undefined) return true;
+  if (Object.keys(versions).every((channel) => channel.startsWith('__'))) return false;
+  if (tuple === undefined)
+    return "this run's checkpoint is not written yet: durability 'exit', or a saver that writes while the run goes on (invoke with durability: 'sync')";
+  const parentOf = async (t: Tuple) =>
+    t.parentConfig === undefined ? undefined : ((await saver.getTuple(t.parentConfig)) ?? null);
+  const startsRun = (t: Tuple, before: Tuple) =>
+    t.metadata?.source === 'input' &&
+    t.checkpoint.channel_versions.__start__ !== before.checkpoint.channel_versions.__start__;
+  const seen = (t: Tuple) => canonicalize(t.checkpoint.versions_seen);
+  // From this run's input checkpoint back, one run at a time.
+  for (;;) {
+    const before = await parentOf(tuple);
+    if (before === undefined) return false; // the thread's first checkpoint
+    if (before === null) return 'a checkpoint of the thread is missing';
+    if (startsRun(tuple, before)) {
+      const edited = before.metadata?.source === 'update' || before.metadata?.source === 'fork';
+      if (edited) return 'its state was edited (updateState) after the run before';
+      if (seen(tuple) === seen(before)) return true;
+    }
+    tuple = before;
   }
-  const saver = config.configurable?.__pregel_checkpointer as BaseCheckpointSaver | undefined;
-  const configurable = { thread_id: config.configurable?.thread_id, checkpoint_ns: '' };
-  const saved = await saver?.getTuple({ configurable: { ...configurable, checkpoint_id: root } });
-  return saved?.checkpoint.channel_values.__previous__ != null;
+}
+
+/** The thread's latest checkpoint before `config`'s. */
+async function latestBefore(
+  saver: BaseCheckpointSaver,
+  thread: { configurable: Record<string, unknown> },
+  config: { configurable: Record<string, unknown> },
+): Promise<Tuple | undefined> {
+  for await (const found of saver.list(thread, { before: config, limit: 1 })) return found;
+  return undefined;
 }
 
 /**
@@ -151,10 +194,17 @@ export function taskCalls<Args extends unknown[], Result>(
     const info: TaskCall = { taskName: name, args, config };
     const { turn, scope } = adapter.identify(info, name);
     const thread = idOf(config.configurable?.thread_id) ?? null;
-    if (turn?.source === 'derived' && businessKey === undefined && (await finishedRun(config))) {
+    const finished =
+      turn?.source === 'derived' && businessKey === undefined ? await finishedRun(config) : false;
+    if (finished !== false) {
+      const named = thread === null ? 'the thread' : `thread ${JSON.stringify(thread)}`;
+      const why =
+        finished === true
+          ? `${named} already finished a run`
+          : `whether ${named} already finished a run cannot be told (${finished})`;
       throw new ConfigurationError({
         option: 'turnId',
-        message: `${caller}(${name}): thread ${JSON.stringify(thread)} already finished a run (getPreviousState() holds its value), so this call cannot be told from a retry of the same call in that run. Nothing ran. Pass configurable: { thread_id, turn_id } with a turn_id of its own for each run (the same one when you retry the run), or the turnId option.`,
+        message: `${caller}(${name}): ${why}, so this call cannot be told from a retry of the same call in that run. Nothing ran. Pass configurable: { thread_id, turn_id } with a turn_id of its own for each run (the same one when you retry the run), or the turnId option.`,
       });
     }
     const turnId =

@@ -1,9 +1,12 @@
 /**
- * idempotentTask through LangGraph's own runtime (entrypoint + task + interrupt + MemorySaver):
- * resumes, whole-graph retries, subgraphs, positions, and the identity cases for threads (the
- * graph has no model, so `runTurnIdentityCases` does not fit: its cases are written for threads).
+ * idempotentTask through LangGraph's own runtime (entrypoint / StateGraph + task + interrupt +
+ * MemorySaver): resumes, whole-graph retries, subgraphs, positions, finished runs, and the
+ * identity cases for threads (`runTurnIdentityCases` over a chat whose runs are threads' runs).
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   ConfigurationError,
   createIdempotency,
@@ -13,16 +16,32 @@ import {
   type Idempotency,
   type IdempotencyEvent,
 } from '@idempotent-tools/core';
+import { runTurnIdentityCases } from '@idempotent-tools/testing';
 import {
+  Annotation,
   type BaseCheckpointSaver,
   Command,
   entrypoint,
   interrupt,
   MemorySaver,
+  StateGraph,
   task,
 } from '@langchain/langgraph';
-import { beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, beforeEach, describe, expect, test } from 'vitest';
 import { idempotentTask } from './langgraph.js';
+import { openSqliteSaver } from './test-utils/node-sqlite-saver.js';
+import { createTaskDriver } from './test-utils/task-driver.js';
+
+for (const saver of ['memory', 'sqlite'] as const) {
+  runTurnIdentityCases({
+    name: `langgraph: idempotentTask in an entrypoint, threads on ${saver === 'memory' ? 'MemorySaver + the memory store' : 'SqliteSaver + the SQLite store (every other run that returns nothing in another process)'}`,
+    describe,
+    test,
+    expect,
+    createDriver: createTaskDriver(saver),
+    supports: { methods: ['sayReturningNothing'] },
+  });
+}
 
 interface Order {
   id: string;
@@ -254,15 +273,21 @@ describe('identity cases, for threads', () => {
     expect(charges).toEqual([]);
   });
 
-  test('the conversationId option stands in for the thread id', async () => {
+  test('the conversationId option stands in for the thread id; without a checkpointer no run can be told from a retry of an earlier one: refused unless turn_id (was: the second run of conversation "a" replayed the charge of the first)', async () => {
     const charge = idempotentTask('charge', bankCharge, {
       idempotency,
       conversationId: ({ config }) => config.configurable?.order_thread as string,
     });
     const workflow = entrypoint('w', (o: Order) => charge(o));
-    await workflow.invoke(order, { configurable: { order_thread: 'a' } });
-    await workflow.invoke(order, { configurable: { order_thread: 'a' } });
-    await workflow.invoke(order, { configurable: { order_thread: 'b' } });
+    const error = await workflow
+      .invoke(order, { configurable: { order_thread: 'a' } })
+      .catch((e: unknown) => e);
+    expect((error as ConfigurationError).option).toBe('turnId');
+    expect((error as Error).message).toMatch(/no checkpointer.*Nothing ran.*turn_id/);
+    const run = (turn: string) => ({ configurable: { order_thread: 'a', turn_id: turn } });
+    await workflow.invoke(order, run('r1'));
+    await workflow.invoke(order, run('r1')); // the retry of run r1
+    await workflow.invoke(order, run('r2'));
     expect(charges).toEqual([order, order]);
   });
 
@@ -311,6 +336,98 @@ describe('identity cases, for threads', () => {
     expect(await workflow.invoke(order, thread())).toEqual(first);
     const drift = await workflow.invoke({ ...order, amount: 41 }, thread()).catch((e) => e);
     expect(DriftError.isInstance(drift)).toBe(true);
+    expect(charges).toEqual([order]);
+  });
+});
+
+describe('a finished run, whatever it returned (was: only a run that returned a value counted)', () => {
+  test('an entrypoint that returned nothing, invoked again without turn_id: refused, nothing ran again', async () => {
+    const charge = chargeTask();
+    const workflow = entrypoint(
+      { name: 'w', checkpointer: new MemorySaver() },
+      async (o: Order) => {
+        await charge(o);
+      },
+    );
+    const config = thread();
+    expect(await workflow.invoke(order, config)).toBeUndefined();
+    const error = await workflow.invoke(order, config).catch((e: unknown) => e);
+    expect((error as ConfigurationError).option).toBe('turnId');
+    expect((error as Error).message).toMatch(/already finished a run.*turn_id/);
+    expect(charges).toEqual([order]);
+  });
+});
+
+const sqliteDir = mkdtempSync(join(tmpdir(), 'langgraph-finished-'));
+const sqliteSavers: Array<{ close(): void }> = [];
+afterAll(() => {
+  for (const saver of sqliteSavers) saver.close();
+  rmSync(sqliteDir, { recursive: true, force: true });
+});
+const sqliteSaver = () => {
+  const saver = openSqliteSaver(join(sqliteDir, `${randomUUID()}.db`));
+  sqliteSavers.push(saver);
+  return saver;
+};
+
+describe.each([
+  ['MemorySaver', (): BaseCheckpointSaver => new MemorySaver()],
+  ['SqliteSaver', (): BaseCheckpointSaver => sqliteSaver()],
+])('a StateGraph thread on %s: a finished run is told from a broken one', (_saver, saver) => {
+  /** A StateGraph that charges in one node and ships in the next (which fails `failures` times). */
+  function checkoutGraph(failures = 0) {
+    const charge = chargeTask();
+    let left = failures;
+    const State = Annotation.Root({ order: Annotation<Order>, receipt: Annotation<unknown> });
+    return new StateGraph(State)
+      .addNode('pay', async (s) => ({ receipt: await charge(s.order) }))
+      .addNode('ship', async () => {
+        if (left-- > 0) throw new Error('shipping service down');
+        return {};
+      })
+      .addEdge('__start__', 'pay')
+      .addEdge('pay', 'ship')
+      .compile({ checkpointer: saver() });
+  }
+
+  test('a StateGraph thread that finished a run, invoked again without turn_id: refused, nothing ran again (was: the second charge silently replayed)', async () => {
+    const graph = checkoutGraph();
+    const config = thread();
+    await graph.invoke({ order }, config);
+    const error = await graph.invoke({ order }, config).catch((e: unknown) => e);
+    expect((error as ConfigurationError).option).toBe('turnId');
+    expect((error as Error).message).toMatch(/already finished a run/);
+    expect(charges).toEqual([order]);
+  });
+
+  test('a StateGraph run that failed after the charge, invoked again with its input: a retry, replayed; once it finished, another run is refused', async () => {
+    const graph = checkoutGraph(1);
+    const config = thread();
+    await expect(graph.invoke({ order }, config)).rejects.toThrow('shipping service down');
+    expect(await graph.invoke({ order }, config)).toMatchObject({ receipt: { chargeId: 'ch_1' } });
+    expect(outcomes()).toEqual(['executed', 'replayed']);
+    const error = await graph.invoke({ order }, config).catch((e: unknown) => e);
+    expect((error as ConfigurationError).option).toBe('turnId');
+    expect(charges).toEqual([order]);
+  });
+
+  test('a StateGraph run that failed, resumed with invoke(null), then run again with its input after failing once more: still the one run, one charge', async () => {
+    const graph = checkoutGraph(2);
+    const config = thread();
+    await expect(graph.invoke({ order }, config)).rejects.toThrow('shipping service down');
+    await expect(graph.invoke(null, config)).rejects.toThrow('shipping service down');
+    await graph.invoke({ order }, config);
+    expect(charges).toEqual([order]);
+  });
+
+  test('a StateGraph state edited between two runs (updateState): whether the run before finished cannot be told, refused', async () => {
+    const graph = checkoutGraph(1);
+    const config = thread();
+    await expect(graph.invoke({ order }, config)).rejects.toThrow('shipping service down');
+    await graph.updateState(config, { receipt: null });
+    const error = await graph.invoke({ order }, config).catch((e: unknown) => e);
+    expect((error as ConfigurationError).option).toBe('turnId');
+    expect((error as Error).message).toMatch(/cannot be told \(its state was edited/);
     expect(charges).toEqual([order]);
   });
 });

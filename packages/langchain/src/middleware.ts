@@ -1,7 +1,7 @@
 import { checkToolName, createAdapter } from '@idempotent-tools/core/adapter-kit';
 import { isStructuredTool, type StructuredToolInterface } from '@langchain/core/tools';
 import { createMiddleware } from 'langchain';
-import { turnSources } from './identity.js';
+import { type ReturnsDirect, turnSourcesOf } from './identity.js';
 import type { CallContext, IdempotentToolsMiddlewareOptions } from './types.js';
 import { wrapTool } from './wrap-tool.js';
 
@@ -20,7 +20,11 @@ const canWrap = (tool: unknown): tool is StructuredToolInterface => {
  * A run with nothing that tells its conversation apart (no `configurable.thread_id` or
  * `turn_id`, no `conversationId` or `turnId` option) is refused before the model is called:
  * `agent.invoke` throws a `ConfigurationError`. LangChain's tool node would turn an error thrown
- * by a tool into a message for the model; the middleware makes such errors end the run.
+ * by a tool into a message for the model; the middleware makes such errors end the run. A tool
+ * that is already idempotent (from `idempotentTools`) is refused before the first model call,
+ * unless it is in `exclude`. The middleware learns the agent's tools from the model calls it
+ * wraps: a run that ended on a `returnDirect` tool's result answered its turn; one that ended on
+ * another tool's result broke (see `deriveTurnId`).
  *
  * ```ts
  * const agent = createAgent({ model, tools, middleware: [idempotentToolsMiddleware({ store })] });
@@ -29,6 +33,20 @@ const canWrap = (tool: unknown): tool is StructuredToolInterface => {
  */
 export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOptions) {
   const caller = 'idempotentToolsMiddleware';
+  /** The agent's tools seen so far, by name: whether a result of theirs ends the run. */
+  const direct = new Map<string, boolean | 'both'>();
+  const learn = (tool: unknown) => {
+    const { name, returnDirect } = (tool ?? {}) as { name?: unknown; returnDirect?: unknown };
+    if (typeof name !== 'string') return;
+    const now = returnDirect === true;
+    const known = direct.get(name);
+    direct.set(name, known === undefined || known === now ? now : 'both');
+  };
+  const returnsDirect: ReturnsDirect = (name) => {
+    const known = direct.get(name);
+    return known === 'both' ? undefined : known;
+  };
+  const turnSources = turnSourcesOf(returnsDirect);
   const adapter = createAdapter<CallContext>(options as never, {
     caller,
     ...turnSources,
@@ -39,7 +57,10 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
   const refusals = new Map<string, unknown>();
   const onRefusal = (id: string, error: unknown) => void refusals.set(id, error);
   const cache = new WeakMap<StructuredToolInterface, StructuredToolInterface>();
-  /** The tool as the agent should run it (read-only and already wrapped tools: unchanged). */
+  /**
+   * The tool as the agent should run it (excluded tools: unchanged). A tool that is already
+   * idempotent (made by `idempotentTools`, say) is refused: its call would wait for itself.
+   */
   const guarded = (tool: StructuredToolInterface): StructuredToolInterface => {
     let out = cache.get(tool);
     if (out === undefined) {
@@ -70,6 +91,7 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
       handler({
         ...request,
         tools: (request.tools ?? []).map((tool) => {
+          learn(tool);
           if (!canWrap(tool)) return tool;
           const out = guarded(tool);
           if (out === tool) return tool;
@@ -86,6 +108,7 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
     // A developer error of the tool ends the run, even when a middleware below us (e.g.
     // toolRetryMiddleware's onFailure: 'continue') made a message of it.
     wrapToolCall: async (request, handler) => {
+      learn(request.tool);
       if (!canWrap(request.tool)) return handler(request);
       const id = request.toolCall.id;
       if (!id) return handler({ ...request, tool: guarded(request.tool) });

@@ -1,6 +1,6 @@
 import { ConfigurationError } from '@idempotent-tools/core';
 import { createAdapter } from '@idempotent-tools/core/adapter-kit';
-import { turnSources } from './identity.js';
+import { turnSourcesOf } from './identity.js';
 import type {
   CallContext,
   IdempotentToolOptions,
@@ -16,7 +16,9 @@ function adapterOf(tools: readonly unknown[], options: object, caller: string) {
   return createAdapter<CallContext>(options as never, {
     caller,
     toolNames,
-    ...turnSources,
+    // Tools wrapped on their own may run in any graph (one that ends after its tool node, too):
+    // a run that ended with a tool result is not told from a broken one.
+    ...turnSourcesOf(),
     repeatable: true,
   });
 }
@@ -30,6 +32,8 @@ function adapterOf(tools: readonly unknown[], options: object, caller: string) {
  * ```ts
  * const createTicket = idempotentTool(tool(create, { name: 'create_ticket', schema }), { store });
  * ```
+ * @throws ConfigurationError on bad options, and for a tool that is already idempotent (it came
+ *   out of a wrapper: its call would wait for itself)
  */
 export function idempotentTool<T extends ToolLike>(tool: T, options: IdempotentToolOptions<T>): T {
   const { policy, unsafe, ...rest } = (options ?? {}) as IdempotentToolOptions<T>;

@@ -1,6 +1,6 @@
 import { runTurnIdentityCases } from '@idempotent-tools/testing';
 import { describe, expect, test } from 'vitest';
-import { createAgentDriver } from './test-utils/driver.js';
+import { createAgentDriver, isRefusal, SHAPES } from './test-utils/driver.js';
 import { TRANSPORTS } from './test-utils/openai.js';
 
 for (const transport of TRANSPORTS) {
@@ -10,5 +10,12 @@ for (const transport of TRANSPORTS) {
     test,
     expect,
     createDriver: createAgentDriver(transport),
+    isDeveloperError: isRefusal,
+    supports: {
+      shapes: SHAPES,
+      providerOptions: true,
+      wrapTwice: true,
+      methods: ['sayRepeatingCall', 'sayAnsweredByTool'],
+    },
   });
 }

@@ -12,7 +12,8 @@ import {
 import type { ScriptedServer } from '@idempotent-tools/openai/testing';
 import { AIMessage, type BaseMessage, HumanMessage } from '@langchain/core/messages';
 import type { StructuredToolInterface } from '@langchain/core/tools';
-import { MemorySaver } from '@langchain/langgraph';
+import { MemorySaver, MessagesAnnotation, StateGraph } from '@langchain/langgraph';
+import { ToolNode } from '@langchain/langgraph/prebuilt';
 import {
   type AgentMiddleware,
   createAgent,
@@ -25,6 +26,7 @@ import { toolResults } from './test-utils/fixtures.js';
 import {
   carryOut,
   chatModel,
+  type ModelScript,
   runAgent,
   startModelServer,
   TRANSPORTS,
@@ -36,8 +38,11 @@ import { idempotencyOf } from './wrap-tool.js';
 let server: ScriptedServer;
 let effects: string[];
 let store: IdempotencyStore;
+/** What the scripted model does: the tests that need `carry_out_now` set it. */
+let script: ModelScript;
 beforeEach(async () => {
-  server = await startModelServer();
+  script = {};
+  server = await startModelServer(script);
   effects = [];
   store = createMemoryStore();
 });
@@ -137,6 +142,24 @@ describe.each(TRANSPORTS)('createAgent + ChatOpenAI over HTTP (%s): turn identit
     expect(effects).toHaveLength(1);
   });
 
+  test('with a checkpointer, a returnDirect tool answered the turn (the run ended on its result): the same words again are a new turn, two effects; re-sent after a lost reply: still two', async () => {
+    const agent = createAgent({
+      model: chatModel(server),
+      tools: [carryOut(effects), carryOut(effects, { returnDirect: true })],
+      middleware: [idempotentToolsMiddleware({ store })],
+      checkpointer: new MemorySaver(),
+    });
+    script.tool = 'carry_out_now';
+    const first = await run(agent, [user('Yes, send it.')], thread('chat-ann'));
+    expect(first.messages.at(-1)?.getType()).toBe('tool'); // no answer after the tool's result
+    await run(agent, [user('Yes, send it.')], thread('chat-ann'));
+    expect(effects).toEqual(['Yes, send it.', 'Yes, send it.']);
+    script.tool = 'carry_out';
+    await losingReply(agent, () => [user('Yes, send it.')], thread('chat-ann'));
+    await run(agent, [user('Yes, send it.')], thread('chat-ann'));
+    expect(effects).toHaveLength(3);
+  });
+
   test('turn 3 and turn 9 of one thread both say "Yes, send it.": two effects; turn 9 re-sent after a lost reply: still two', async () => {
     const agent = agentWith();
     const history: BaseMessage[] = [];
@@ -219,6 +242,29 @@ describe('createAgent + ChatOpenAI: a refusal reaches the developer, whatever th
     expect(effects).toEqual([]);
   });
 
+  test('tools that idempotentTools returned, made idempotent again by the middleware: refused before the model is called, nothing ran (was: passed through)', async () => {
+    const agent = createAgent({
+      model: chatModel(server),
+      tools: idempotentTools([carryOut(effects)], { store }),
+      middleware: [idempotentToolsMiddleware({ store })],
+    });
+    const error = await refusal(agent.invoke(input, thread('chat-ann')));
+    expect(error.option).toBe('tools');
+    expect(error.message).toMatch(
+      /idempotentToolsMiddleware: tool "carry_out" is already idempotent/,
+    );
+    expect(modelCalls()).toBe(0);
+    expect(effects).toEqual([]);
+    // Listed in exclude, the middleware leaves them as they are: they run once, idempotent.
+    const excluded = createAgent({
+      model: chatModel(server),
+      tools: idempotentTools([carryOut(effects)], { store }),
+      middleware: [idempotentToolsMiddleware({ store, exclude: ['carry_out'] })],
+    });
+    await excluded.invoke(input, thread('chat-ann'));
+    expect(effects).toHaveLength(1);
+  });
+
   test("limit: wrapped tools in a createAgent without any wrapToolCall middleware: LangChain's tool node hands the refusal to the model; nothing ran", async () => {
     const agent = createAgent({
       model: chatModel(server),
@@ -260,6 +306,37 @@ describe('createAgent + ChatOpenAI: a resume from a checkpoint is a retry', () =
     expect(idempotencyOf(out.messages.findLast((m) => m.getType() === 'tool'))).toMatchObject({
       replayed: true,
     });
+  });
+});
+
+describe('a graph of your own that ends after its tool node (ChatOpenAI over HTTP, MemorySaver), tools wrapped by idempotentTools', () => {
+  /** model -> tools -> end: each run makes one tool call and ends on its result. */
+  function oneShot(tools: StructuredToolInterface[]) {
+    const model = chatModel(server).bindTools(tools);
+    return new StateGraph(MessagesAnnotation)
+      .addNode('model', async (state) => ({ messages: [await model.invoke(state.messages)] }))
+      .addNode('tools', new ToolNode(tools, { handleToolErrors: false }))
+      .addEdge('__start__', 'model')
+      .addEdge('model', 'tools')
+      .addEdge('tools', '__end__')
+      .compile({ checkpointer: new MemorySaver() });
+  }
+
+  test('the same words in a new run: the run before ended on a tool result, which cannot be told from a broken run: refused (ConfigurationError naming turnId), nothing ran again', async () => {
+    const graph = oneShot(idempotentTools([carryOut(effects)], { store }));
+    await graph.invoke({ messages: [user('Yes, send it.')] }, thread('chat-ann'));
+    const error = await refusal(
+      graph.invoke({ messages: [user('Yes, send it.')] }, thread('chat-ann')),
+    );
+    expect(error.option).toBe('turnId');
+    expect(error.message).toMatch(/repeats the words of the turn before it.*Pass turnId/);
+    expect(effects).toEqual(['Yes, send it.']);
+    // Other words are a new turn; a turn_id per message tells the same words apart.
+    await graph.invoke({ messages: [user('Cancel it.')] }, thread('chat-ann'));
+    const turn = (id: string) => ({ configurable: { thread_id: 'chat-bob', turn_id: id } });
+    await graph.invoke({ messages: [user('Yes, send it.')] }, turn('m1'));
+    await graph.invoke({ messages: [user('Yes, send it.')] }, turn('m2'));
+    expect(effects).toEqual(['Yes, send it.', 'Cancel it.', 'Yes, send it.', 'Yes, send it.']);
   });
 });
 

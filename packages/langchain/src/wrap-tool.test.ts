@@ -52,8 +52,34 @@ describe('idempotentTool: a tool of the same kind', () => {
     expect(original.description).toBe('Open a ticket.');
     expect(isIdempotentTool(wrapped)).toBe(true);
     expect(isIdempotentTool(original)).toBe(false);
-    // Wrapping twice changes nothing.
-    expect(idempotentTool(wrapped, { store: createMemoryStore() })).toBe(wrapped);
+  });
+
+  test('wrapping an idempotent tool again is refused when it is wrapped (was: returned as it was, the second options ignored); excluded, it is left as it is', () => {
+    const { tool: original } = counted(() => 'ok');
+    const wrapped = idempotentTool(original, { store: createMemoryStore(), turnId: 't' });
+    const again = [
+      () => idempotentTool(wrapped, { store: createMemoryStore(), turnId: 't' }),
+      () => idempotentTools([wrapped], { store: createMemoryStore(), turnId: 't' }),
+      () =>
+        idempotentTool(idempotentTool(original, { store: createMemoryStore(), unsafe: true }), {
+          store: createMemoryStore(),
+          turnId: 't',
+        }),
+    ];
+    for (const wrap of again) {
+      let error: unknown;
+      try {
+        wrap();
+      } catch (e) {
+        error = e;
+      }
+      expect(ConfigurationError.isInstance(error)).toBe(true);
+      expect((error as ConfigurationError).option).toBe('tools');
+      expect((error as Error).message).toMatch(/create_ticket.*already idempotent/);
+    }
+    const store = createMemoryStore();
+    const [kept] = idempotentTools([wrapped], { store, exclude: ['create_ticket'] });
+    expect(kept).toBe(wrapped);
   });
 
   test('a StructuredTool subclass stays an instance of its class and runs once', async () => {
@@ -327,6 +353,51 @@ describe('deriveTurnId', () => {
     // Sent again before any answer (a lost reply): the same turn.
     expect(deriveTurnId({ messages: [user('a'), user('a')], threadId: 't' })).toBe(turn);
   });
+  test('a run that ended on a tool result: by the tools of a createAgent (returnDirect), else refused when the words repeat', () => {
+    const calls = (name: string, id = 'c1') =>
+      new AIMessage({ content: '', tool_calls: [{ id, name, args: {} }] });
+    const result = (name: string, status: 'success' | 'error' = 'success', id = 'c1') =>
+      new ToolMessage({ content: 'ok', tool_call_id: id, name, status });
+    const tools = [{ name: 'send' }, { name: 'send_now', returnDirect: true }];
+    const derive = (messages: unknown[], withTools = true) =>
+      deriveTurnId({ messages, threadId: 't', ...(withTools ? { tools } : {}) });
+    const first = derive([user('a')]);
+    const second = derive([user('a'), new AIMessage('Done.'), user('a')]);
+    expect(second).not.toBe(first);
+    // A non-returnDirect result with no model message after it: the run broke; the same turn.
+    expect(derive([user('a'), calls('send'), result('send'), user('a')])).toBe(first);
+    expect(derive([user('a'), calls('send'), user('a')])).toBe(first);
+    // A returnDirect tool's result ended the run: answered; a new turn.
+    expect(derive([user('a'), calls('send_now'), result('send_now'), user('a')])).toBe(second);
+    // Its error goes back to the model: the run broke after it.
+    const failed = [user('a'), calls('send_now'), result('send_now', 'error'), user('a')];
+    expect(derive(failed)).toBe(first);
+    // A result without a name is the call's (by tool_call_id).
+    const unnamed = new ToolMessage({ content: 'ok', tool_call_id: 'c1' });
+    expect(derive([user('a'), calls('send_now'), unnamed, user('a')])).toBe(second);
+    // Answered in text after the tools: a new turn, with or without the tools.
+    const texted = [user('a'), calls('send'), result('send'), new AIMessage('Sent.'), user('a')];
+    expect(derive(texted)).toBe(second);
+    expect(derive(texted, false)).toBe(second);
+    // A tool it does not know, or no tools at all: cannot tell, refused.
+    const refused = (messages: unknown[], withTools: boolean) => {
+      try {
+        derive(messages, withTools);
+      } catch (error) {
+        return (error as ConfigurationError).option;
+      }
+      return 'not refused';
+    };
+    const unknown = [user('a'), calls('other'), result('other'), user('a')];
+    expect(refused(unknown, true)).toBe('turnId');
+    expect(refused(unknown, false)).toBe('turnId');
+    expect(refused([user('a'), calls('send'), result('send'), user('a')], false)).toBe('turnId');
+    // Other words after such a run are a new turn either way.
+    expect(derive([user('a'), calls('other'), result('other'), user('b')], false)).toBe(
+      derive([user('a'), new AIMessage('Done.'), user('b')]),
+    );
+  });
+
   test('no human message: undefined', () => {
     expect(deriveTurnId({ messages: [], threadId: 't' })).toBeUndefined();
     expect(deriveTurnId({ messages: [new AIMessage('hi')], threadId: 't' })).toBeUndefined();

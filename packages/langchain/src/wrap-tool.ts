@@ -11,7 +11,9 @@ import {
   isContentBlocks,
   keyArgs,
   markOutput,
+  markWrapped,
   mergeSignals,
+  refuseWrapped,
   takeRepeat,
   withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
@@ -80,6 +82,9 @@ function toContent(value: unknown): ToolMessage['content'] {
  * the same name and schema, the retry note in its description, and a `_call` that runs the
  * original once per turn + arguments. Errors for the developer (no identity, a bad option) are
  * thrown, after `onRefusal` heard of them; errors for the model become an error ToolMessage.
+ * The tool and its `_call` are marked: wrapping them again is refused.
+ * @throws ConfigurationError when the tool is already idempotent (it came out of a wrapper: its
+ *   call would wait for itself), unless it is excluded
  */
 export function wrapTool<T extends ToolLike>(
   tool: T,
@@ -87,9 +92,10 @@ export function wrapTool<T extends ToolLike>(
   caller: string,
   onRefusal?: (toolCallId: string, error: unknown) => void,
 ): T {
-  if (isIdempotentTool(tool) || adapter.treatment(tool.name) === 'exclude') return tool;
+  if (adapter.treatment(tool.name) === 'exclude') return tool;
+  refuseWrapped(tool.name, tool, caller);
   const original = tool as unknown as Callable;
-  const wrapped = Object.create(tool) as Callable;
+  const wrapped = markWrapped(Object.create(tool) as Callable);
   Object.defineProperty(wrapped, WRAPPED, { value: true });
   const unsafe = adapter.treatment(tool.name) === 'unsafe';
   const repeats = unsafe ? undefined : adapter.repeats(tool.name);
@@ -132,7 +138,7 @@ export function wrapTool<T extends ToolLike>(
       metadata: { ...original.metadata, idempotency },
     });
 
-  wrapped._call = async (args, runManager, parentConfig) => {
+  const call: CallFn = async (args, runManager, parentConfig) => {
     const config = (parentConfig ?? {}) as ToolRunnableConfig & { state?: unknown };
     const scratch = config.configurable?.__pregel_scratchpad as { currentTaskInput?: unknown };
     const state = (config.state ?? scratch?.currentTaskInput) as CallContext['state'];
@@ -197,5 +203,6 @@ export function wrapTool<T extends ToolLike>(
     if (!toolCallId) return marked; // as `call` does without a tool call: the content only
     return reply(toolCallId, 'success', toContent(marked), { key, replayed, outcome }, artifact);
   };
+  wrapped._call = markWrapped(call);
   return wrapped as unknown as T;
 }

@@ -13,12 +13,27 @@ import { z } from 'zod';
 export type Transport = 'json' | 'stream';
 export const TRANSPORTS: Transport[] = ['json', 'stream'];
 
-/** The scripted model: the tool with the user's words, then an answer that names its result. */
-export const startModelServer = () =>
+/** What the scripted model does in a user turn (the app's test sets it before the turn). */
+export interface ModelScript {
+  /** The tool it calls with the user's words. @default 'carry_out' */
+  tool?: string;
+  /** It calls the tool again with the same arguments after the first result (a glitch). */
+  repeat?: boolean;
+}
+
+/**
+ * The scripted model: the tool with the user's words (`script.tool`), again after its result
+ * when `script.repeat`, then an answer that names the results.
+ */
+export const startModelServer = (script: ModelScript = {}) =>
   startScriptedServer({
     respond: (turn) =>
-      turn.toolOutputs.length === 0
-        ? { toolCalls: [{ name: 'carry_out', arguments: { request: turn.userText } }] }
+      turn.toolOutputs.length === 0 || (script.repeat === true && turn.toolOutputs.length === 1)
+        ? {
+            toolCalls: [
+              { name: script.tool ?? 'carry_out', arguments: { request: turn.userText } },
+            ],
+          }
         : { content: `Done: ${turn.toolOutputs.join(' ')}` },
   });
 
@@ -34,17 +49,24 @@ export const chatModel = (server: ScriptedServer) =>
     configuration: { baseURL: server.baseURL },
   });
 
-/** The mutating tool; its side effect is a push to `effects` (what the "vendor" counts). */
-export function carryOut(effects: string[]) {
+/**
+ * The mutating tool; its side effect is a push to `effects` (what the "vendor" counts). With
+ * `returnDirect`, it is `carry_out_now`, whose result ends the agent's run (no answer after it).
+ */
+export function carryOut(effects: string[], options: { returnDirect?: boolean } = {}) {
+  const direct = options.returnDirect === true;
   return tool(
     async ({ request }) => {
       effects.push(request);
       return { done: request, receipt: `R-${effects.length}` };
     },
     {
-      name: 'carry_out',
-      description: "Carry out the user's request (cancel, send, charge...).",
+      name: direct ? 'carry_out_now' : 'carry_out',
+      description: direct
+        ? "Carry out the user's request; its receipt is the answer."
+        : "Carry out the user's request (cancel, send, charge...).",
       schema: z.object({ request: z.string() }),
+      ...(direct ? { returnDirect: true } : {}),
     },
   );
 }
