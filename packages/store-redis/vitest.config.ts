@@ -7,5 +7,7 @@ export default defineConfig({
   test: {
     ...sharedTest,
     reporters: [new ServiceSkipReporter(), 'default'],
+    // No redis-server a test starts may outlive the suite: the teardown checks (and fails).
+    globalSetup: ['./src/test-utils/global-setup.ts'],
   },
 });

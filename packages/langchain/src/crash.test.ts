@@ -71,7 +71,7 @@ describe('(5) crash and resume, SQLite store, two processes', () => {
     const [result] = await resume(scenario);
     expect(result?.content).toEqual({ ticketId: 'T-1', title: 'Login fails', replayed: true });
     expect(countEffects(scenario.effectsFile)).toBe(1);
-  }, 30_000);
+  });
 
   test('killed after the side effect, before the outcome was stored: outcome_unknown, no second run', async () => {
     const scenario = await crash('after-effect');
@@ -79,7 +79,7 @@ describe('(5) crash and resume, SQLite store, two processes', () => {
     expect(result?.status).toBe('error');
     expect(result?.content).toMatchObject({ error: 'outcome_unknown', next: 'check-first' });
     expect(countEffects(scenario.effectsFile)).toBe(1);
-  }, 30_000);
+  });
 
   test('killed after the side effect, with reconcile: the effect is found and adopted', async () => {
     const scenario = await crash('after-effect');
@@ -94,5 +94,5 @@ describe('(5) crash and resume, SQLite store, two processes', () => {
     expect(result?.content).toEqual({ ticketId: 'T-1', title: 'Login fails', replayed: true });
     expect(result?.metadata?.idempotency).toMatchObject({ outcome: 'reconciled' });
     expect(countEffects(scenario.effectsFile)).toBe(1);
-  }, 30_000);
+  });
 });

@@ -119,7 +119,7 @@ describe('SqliteSaver + SQLite store, two processes', () => {
     }
     expect(countEffects(s.chargesFile)).toBe(1);
     expect(countEffects(s.labelsFile)).toBe(1);
-  }, 60_000);
+  });
 
   test('killed after the approved charge was stored, before the checkpoint: the resume replays it', async () => {
     const s = scenario();
@@ -149,5 +149,5 @@ describe('SqliteSaver + SQLite store, two processes', () => {
     }
     expect(countEffects(s.chargesFile)).toBe(1);
     expect(countEffects(s.labelsFile)).toBe(1);
-  }, 60_000);
+  });
 });

@@ -129,7 +129,7 @@ describe.skipIf(!postgresUp)('PostgresSaver + SQLite store', () => {
     // LangGraph ran the charge task again (its result was not in the checkpoint): replayed.
     expect(events.map((e) => e.outcome)).toEqual(['replayed']);
     expect(countEffects(s.effectsFile)).toBe(1);
-  }, 30_000);
+  });
 
   test('killed after the charge was stored: a whole-graph retry with the input replays it too', async () => {
     const s = await crash('after-persist');
@@ -139,7 +139,7 @@ describe.skipIf(!postgresUp)('PostgresSaver + SQLite store', () => {
     close();
     expect(done).toEqual({ status: 'charged', receipt: { chargeId: 'ch_1', amount: 40 } });
     expect(countEffects(s.effectsFile)).toBe(1);
-  }, 30_000);
+  });
 
   test('killed after the charge, before it was stored: outcome_unknown, no second charge', async () => {
     const s = await crash('after-effect');
@@ -148,7 +148,7 @@ describe.skipIf(!postgresUp)('PostgresSaver + SQLite store', () => {
     close();
     expect(error).toMatchObject({ code: 'outcome_unknown' });
     expect(countEffects(s.effectsFile)).toBe(1);
-  }, 30_000);
+  });
 
   test('killed after the charge, before it was stored, with reconcile: the charge is adopted', async () => {
     const s = await crash('after-effect');
@@ -163,5 +163,5 @@ describe.skipIf(!postgresUp)('PostgresSaver + SQLite store', () => {
     expect(done).toEqual({ status: 'charged', receipt: { chargeId: 'ch_1', amount: 40 } });
     expect(events.map((e) => e.outcome)).toEqual(['reconciled']);
     expect(countEffects(s.effectsFile)).toBe(1);
-  }, 30_000);
+  });
 });

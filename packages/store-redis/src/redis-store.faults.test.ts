@@ -21,6 +21,7 @@ import {
   freePorts,
   type RedisServer,
   startRedisServer,
+  stopRedisServers,
   tempDir,
 } from './test-utils/redis-server.js';
 
@@ -164,6 +165,7 @@ for (const driver of DRIVERS) {
       const servers: RedisServer[] = [];
       afterAll(async () => {
         await Promise.all(servers.map((server) => server.kill()));
+        await stopRedisServers();
         temp.remove();
       });
 

@@ -9,6 +9,7 @@ import {
   freePorts,
   type RedisServer,
   startRedisServer,
+  stopRedisServers,
   tempDir,
 } from './test-utils/redis-server.js';
 
@@ -23,6 +24,7 @@ const temp = tempDir('outage');
 const servers: RedisServer[] = [];
 afterAll(async () => {
   await Promise.all(servers.map((server) => server.kill()));
+  await stopRedisServers();
   temp.remove();
 });
 

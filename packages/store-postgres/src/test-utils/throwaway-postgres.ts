@@ -37,6 +37,15 @@ function freePort(): Promise<number> {
   });
 }
 
+function hasSetpriv(): boolean {
+  try {
+    execFileSync('setpriv', ['--help'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export interface ThrowawayPostgres {
   url: string;
   /** Start the server (again) and wait until it accepts connections. */
@@ -51,11 +60,26 @@ export async function createThrowawayPostgres(bin: string): Promise<ThrowawayPos
   const dir = mkdtempSync(join(tmpdir(), 'idt-pg-'));
   const data = join(dir, 'data');
   const asRoot = process.getuid?.() === 0;
-  const prefix = asRoot ? ['runuser', '-u', 'postgres', '--'] : [];
+  // `setpriv` (util-linux) execs the server as `postgres` when run as root, and with a
+  // parent-death signal: the kernel kills the server when the test process dies in any way, so no
+  // server outlives its test (without setpriv: `runuser`, and the suite's own cleanup).
+  const setpriv = hasSetpriv();
+  let prefix: string[] = setpriv ? ['setpriv', '--pdeathsig', 'KILL', '--'] : [];
   if (asRoot) {
     const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
     const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
     chownSync(dir, uid, gid);
+    prefix = setpriv
+      ? [
+          'setpriv',
+          `--reuid=${uid}`,
+          `--regid=${gid}`,
+          '--init-groups',
+          '--pdeathsig',
+          'KILL',
+          '--',
+        ]
+      : ['runuser', '-u', 'postgres', '--'];
   }
   const run = (args: string[]) => {
     const [command, ...rest] = [...prefix, ...args];

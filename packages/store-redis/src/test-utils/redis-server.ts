@@ -2,8 +2,8 @@
  * Throwaway `redis-server` processes on loopback for tests (outage, Cluster). Test-only: not
  * part of the package build.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,36 +44,84 @@ export interface RedisServer {
 }
 
 const live = new Set<ChildProcess>();
+/** Servers still starting: `stopRedisServers` waits for them, so none starts after it. */
+const starting = new Set<Promise<unknown>>();
 process.once('exit', () => {
   for (const child of live) child.kill('SIGKILL');
 });
 
+/**
+ * `setpriv --pdeathsig KILL` (util-linux) where there is one: the kernel kills the server when the
+ * process that started it dies in any way (a vitest worker terminated mid-test runs no `exit`
+ * handler), so no server outlives its test process.
+ */
+const PDEATHSIG = (() => {
+  try {
+    execFileSync('setpriv', ['--help'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/**
+ * Kill every server this process started, after waiting for the ones still starting (a restart
+ * a test left in flight). Call it in `afterAll`; the suite's global teardown checks that no
+ * server outlived the run (`global-setup.ts`).
+ */
+export async function stopRedisServers(): Promise<void> {
+  while (starting.size > 0) await Promise.allSettled([...starting]);
+  await Promise.all(
+    [...live].map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGKILL');
+        }),
+    ),
+  );
+}
+
 /** Start `redis-server` on 127.0.0.1:`port` with no persistence; resolves once it answers PING. */
-export async function startRedisServer(options: {
+export function startRedisServer(options: {
+  port: number;
+  dir: string;
+  args?: string[];
+}): Promise<RedisServer> {
+  const started = launch(options);
+  starting.add(started);
+  const forget = () => starting.delete(started);
+  started.then(forget, forget);
+  return started;
+}
+
+async function launch(options: {
   port: number;
   dir: string;
   args?: string[];
 }): Promise<RedisServer> {
   const { port, dir } = options;
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      dir,
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--daemonize',
-      'no',
-      ...(options.args ?? []),
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const argv = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--daemonize',
+    'no',
+    ...(options.args ?? []),
+  ];
+  const child = PDEATHSIG
+    ? spawn('setpriv', ['--pdeathsig', 'KILL', '--', 'redis-server', ...argv], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+    : spawn('redis-server', argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   let output = '';
   child.stdout?.on('data', (d) => (output += d));
@@ -121,8 +169,13 @@ export async function startRedisServer(options: {
   }
 }
 
-/** A fresh temporary directory and its removal. */
+/**
+ * A fresh temporary directory and its removal: under the run's own directory when the global
+ * setup made one (`IDEM_REDIS_TEST_DIR`), where the teardown looks for servers left running.
+ */
 export function tempDir(label: string): { dir: string; remove(): void } {
-  const dir = mkdtempSync(join(tmpdir(), `idem-${label}-`));
+  const base = process.env.IDEM_REDIS_TEST_DIR ?? tmpdir();
+  mkdirSync(base, { recursive: true });
+  const dir = mkdtempSync(join(base, `idem-${label}-`));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
