@@ -15,6 +15,8 @@ import {
   ApprovalRejectedError,
   type Approvals,
   ConfigurationError,
+  DriftError,
+  type Idempotency,
   InvalidInputError,
   type ToolPolicy,
 } from '@idempotent-tools/core';
@@ -100,6 +102,74 @@ export async function pinApproval(
   } catch (error) {
     if (audienceOf(error) !== 'model') throw error;
     return errorText(error);
+  }
+}
+
+/** The tool name of the records of calls the model emitted (see `recordEmitted`). */
+export const EMITTED_CALL_TOOL = 'idempotent-tools.mastra.emitted-call';
+const notEmitted = new Error('not emitted');
+
+/** The record of one emitted call: its tool-call id is its key, its args are fingerprinted. */
+const emitted = (toolName: string, toolCallId: string, args: unknown) => ({
+  call: { toolName: EMITTED_CALL_TOOL, turnId: 'emitted', args: { toolName, args } },
+  // `reject` whatever the executor's default: other arguments are never this call.
+  policy: { businessKey: () => [toolName, toolCallId], onDrift: 'reject' as const },
+});
+
+/**
+ * Record that the model emitted this call (Mastra's `onInputAvailable`, before its approval gate
+ * suspends the run), so that an approval can only authorise a call the model asked for, with
+ * exactly its arguments. The first arguments stay: a resume of an edited run snapshot announces
+ * the edited ones, which are not recorded.
+ */
+export async function recordEmitted(
+  executor: Idempotency,
+  toolName: string,
+  toolCallId: string,
+  args: unknown,
+): Promise<void> {
+  const { call, policy } = emitted(toolName, toolCallId, args);
+  await executor
+    .run(call, () => true, policy)
+    .catch((error: unknown) => {
+      if (!DriftError.isInstance(error)) throw error;
+    });
+}
+
+/**
+ * @throws DriftError when the model asked for this call (`toolCallId`) with other arguments (an
+ *   edited run snapshot); InvalidInputError (for the model) when it never asked for it here
+ */
+export async function checkEmitted(
+  executor: Idempotency,
+  toolName: string,
+  toolCallId: string,
+  args: unknown,
+): Promise<void> {
+  const { call, policy } = emitted(toolName, toolCallId, args);
+  try {
+    await executor.run(
+      call,
+      () => {
+        throw notEmitted;
+      },
+      { ...policy, isTerminalError: () => false },
+    );
+  } catch (error) {
+    if (DriftError.isInstance(error)) {
+      throw new DriftError({
+        key: error.key,
+        toolName,
+        storedFingerprint: error.storedFingerprint,
+        fingerprint: error.fingerprint,
+        message: `The approved call of ${toolName} (${toolCallId}) has other arguments than the model asked for: the approval does not authorise them. Nothing ran.`,
+      });
+    }
+    if (error !== notEmitted) throw error;
+    throw new InvalidInputError({
+      field: 'args',
+      message: `The approved call of ${toolName} (${toolCallId}) is not one the model asked for on this server: the approval does not authorise it. Nothing ran. Call ${toolName} to ask for an approval.`,
+    });
   }
 }
 

@@ -52,6 +52,22 @@ describe('a process killed after the tool ran, the turn resumed in another proce
     expect(countEffects(join(DIR, 'effects'))).toBe(1);
   }, 90_000);
 
+  test('a tool that saved the thread mid-run (flushMessages), killed in it: the same words are refused (turnId), one effect', async () => {
+    const DIR = newDir();
+    const killed = await runChild({ MODE: 'turn', CRASH: 'in-tool-after-flush', DIR });
+    expect(killed.signal, killed.out).toBe('SIGKILL');
+    expect(countEffects(join(DIR, 'effects'))).toBe(1);
+    // The thread holds the call with no outcome: a broken run's, or a finished one's? Refused.
+    const again = await runChild({ MODE: 'turn', DIR });
+    expect(again.signal, again.out).toBe(null);
+    expect(lastJson(again.out).error).toMatchObject({
+      name: 'ConfigurationError',
+      code: 'configuration',
+      message: expect.stringMatching(/broken attempt.*Pass turnId/s),
+    });
+    expect(countEffects(join(DIR, 'effects'))).toBe(1);
+  }, 90_000);
+
   test('requireApproval: approved after a restart, killed, approved again: one effect', async () => {
     const DIR = newDir();
     const suspended = await runChild({ MODE: 'suspend', DIR });

@@ -3,7 +3,10 @@
  * server), with Mastra Memory on a LibSQL file: the memory thread is the conversation.
  */
 import { ConfigurationError, createMemoryStore } from '@idempotent-tools/core';
+import { Agent } from '@mastra/core/agent';
+import { Mastra } from '@mastra/core/mastra';
 import { createTool } from '@mastra/core/tools';
+import { Memory } from '@mastra/memory';
 import { afterEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { idempotencyContext, idempotentTool, idempotentTools } from './index.js';
@@ -12,6 +15,7 @@ import {
   carryOutModel,
   libsql,
   makeAgent,
+  modelOf,
   runAgent,
   startModelServer,
   type Transport,
@@ -109,6 +113,45 @@ describe.each(['generate', 'stream'] as Transport[])('Mastra Agent.%s with memor
     expect(toolMessages().join('\n')).toMatch(/request/);
   });
 
+  test('a run aborted after the tool ran, then the same words: refused (turnId), nothing ran again', async () => {
+    const { server, effects, memory } = await setup();
+    const stop = new AbortController();
+    const tools = idempotentTools(
+      {
+        carry_out: createTool({
+          id: 'carry_out',
+          description: 'Carry it out.',
+          inputSchema: z.object({ request: z.string() }),
+          execute: async ({ request }) => {
+            effects.push(request);
+            stop.abort(); // the user presses stop while the model would answer
+            return { done: request };
+          },
+        }),
+      },
+      { store: createMemoryStore() },
+    );
+    const stopping = makeAgent({ server, tools, storage: libsql() });
+    const out = await runAgent(stopping, transport, 'Cancel it.', {
+      ...memory('t1'),
+      abortSignal: stop.signal,
+    });
+    expect(out.finishReason).toBe('aborted');
+    expect(effects).toHaveLength(1);
+    // The thread keeps the tool's result and a step that never answered: a broken run's record
+    // or a finished one's cannot be told, so the same words are refused, loudly.
+    const again = await runAgent(stopping, transport, 'Cancel it.', memory('t1')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isDeveloperError(again)).toBe(true);
+    expect(String((again as Error).message)).toMatch(/broken attempt.*Pass turnId/s);
+    expect(effects).toHaveLength(1);
+    // Other words are a new turn.
+    await runAgent(stopping, transport, 'Cancel the other one.', memory('t1'));
+    expect(effects).toEqual(['Cancel it.', 'Cancel the other one.']);
+  });
+
   test('a run without a memory thread: a developer error out of the call, nothing ran', async () => {
     const { effects, agent } = await setup();
     const error = await runAgent(agent, transport, 'Cancel it.', {}).then(
@@ -118,6 +161,43 @@ describe.each(['generate', 'stream'] as Transport[])('Mastra Agent.%s with memor
     expect(isDeveloperError(error)).toBe(true);
     expect(String((error as Error).message)).toMatch(/conversationId|memory thread/);
     expect(effects).toHaveLength(0);
+  });
+});
+
+describe('Mastra observational memory (it saves messages before a run ends)', () => {
+  test('a turn ended on the tool result, then the same words: refused (turnId); a broken reply retried: one effect', async () => {
+    const server = await startModelServer();
+    servers.push(server);
+    const effects: string[] = [];
+    const storage = libsql();
+    const agent = new Agent({
+      id: 'desk',
+      name: 'desk',
+      instructions: 'You are a helpful agent.',
+      model: modelOf(server),
+      maxRetries: 0,
+      tools: idempotentTools({ carry_out: carryOut(effects) }, { store: createMemoryStore() }),
+      memory: new Memory({
+        storage,
+        options: { observationalMemory: { model: modelOf(server) as never } },
+      }),
+    });
+    const desk = new Mastra({ agents: { desk: agent }, storage, logger: false }).getAgent('desk');
+    const thread = (id: string) => ({ memory: { thread: id, resource: 'user-1' } });
+    // A run that stopped after the tool step looks like one killed after it: refused.
+    await runAgent(desk, 'generate', 'Yes, send it.', { ...thread('t1'), maxSteps: 1 });
+    const again = await runAgent(desk, 'generate', 'Yes, send it.', thread('t1')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isDeveloperError(again)).toBe(true);
+    expect(effects).toHaveLength(1);
+    // A failed run is marked failed (its `error` part): its retry is the same turn.
+    server.inject(undefined, 'truncate');
+    await expect(runAgent(desk, 'generate', 'Cancel it.', thread('t2'))).rejects.toThrow();
+    const out = await runAgent(desk, 'generate', 'Cancel it.', thread('t2'));
+    expect(out.text).toContain('"replayed":true');
+    expect(effects).toHaveLength(2);
   });
 });
 
@@ -135,6 +215,21 @@ describe('wrapping', () => {
     expect(() => idempotentTools([] as never, { store: createMemoryStore() })).toThrow(
       ConfigurationError,
     );
+  });
+
+  test('tools made idempotent twice are refused when wrapped again, whatever wrapped them', () => {
+    const store = createMemoryStore();
+    const once = idempotentTools({ carry_out: carryOut(effects) }, { store });
+    expect(() => idempotentTools(once, { store })).toThrow(ConfigurationError);
+    expect(() => idempotentTools(once, { store })).toThrow(/already idempotent/);
+    const one = idempotentTool(carryOut(effects), { store, turnId: 'm-1' });
+    expect(() => idempotentTool(one, { store, turnId: 'm-1' })).toThrow(/already idempotent/);
+    // An unsafe or excluded tool is not wrapped: wrapping the record again is fine.
+    const unsafe = idempotentTools(
+      { carry_out: carryOut(effects) },
+      { store, unsafe: ['carry_out'] },
+    );
+    expect(() => idempotentTools(unsafe, { store })).not.toThrow();
   });
 
   test('fields are kept, the description says it is safe to retry, unsafe says the opposite', () => {

@@ -10,26 +10,36 @@ import {
 import {
   type Adapter,
   type AdapterOptions,
+  audienceOf,
   callOf,
   checkToolName,
   createEscapes,
   createToolSetAdapter,
+  errorText,
   type PerCall as KitPerCall,
   keyArgs,
+  markWrapped,
   mergeSignals,
   NotAnOutcome,
   type OneToolOptions,
   oneToolOptions,
   type RepeatablePolicy,
-  readTranscript,
   runCall,
   type ToolSetOptions,
   takeRepeat,
   withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
 import { type Tool, validateToolInput } from '@mastra/core/tools';
-import { passedApproval, pinApproval, TOOL_APPROVAL, type ToolApproval } from './approvals.js';
+import {
+  checkEmitted,
+  passedApproval,
+  pinApproval,
+  recordEmitted,
+  TOOL_APPROVAL,
+  type ToolApproval,
+} from './approvals.js';
 import { gateWithoutRepeat, repeatableFields } from './repeat-schema.js';
+import { savesEarly, transcriptOf } from './transcript.js';
 
 /** A Mastra tool, as `createTool` makes it (or any `ToolAction`). */
 // biome-ignore lint/suspicious/noExplicitAny: a tool of any input, output and context types
@@ -101,22 +111,6 @@ export function idempotencyContext(context: object): ExecutionContext | undefine
   return (context as { [CONTEXT]?: ExecutionContext })[CONTEXT];
 }
 
-/**
- * The messages of a run (the stored messages of the memory thread, then the model messages of
- * the input) as the turn derivation reads them: a user message is its parts (stored messages hold
- * them as `{ parts }`); assistant messages and tool results answer; system messages never count.
- */
-const transcriptOf = (messages: readonly unknown[]) =>
-  readTranscript(messages, {
-    from: (message) => {
-      const role = (message as { role?: unknown } | null)?.role;
-      if (role === 'user') return 'user';
-      if (role === 'system') return 'prompt';
-      return role === 'tool' ? 'tool' : 'model';
-    },
-    content: (message) => (message as { content?: unknown }).content,
-  });
-
 /** The stored messages of the call's memory thread (the agent's input holds only the new ones). */
 async function historyOf(context: Context): Promise<unknown[]> {
   const threadId = context.agent?.threadId;
@@ -124,6 +118,16 @@ async function historyOf(context: Context): Promise<unknown[]> {
   const { resourceId } = context.agent ?? {};
   return (await context.memory.recall({ threadId, resourceId, perPage: false })).messages;
 }
+
+/** Input a wrapped call refuses (nothing runs): what the model reads. */
+type Refused = { refused: unknown; invalid: true };
+/** A call as the executor keys it. */
+type KeyedCall = {
+  toolName: string;
+  turnId: string | undefined;
+  scope: string | undefined;
+  args: unknown;
+};
 
 function wrapTool(
   name: string,
@@ -143,12 +147,13 @@ function wrapTool(
   const repeats = adapter.repeats(name);
   // The tool's own gates never see the repeat argument (Mastra hands them the model's input).
   const requireApproval = gateWithoutRepeat(tool.requireApproval, repeats);
+  /** The tool's own approval gate: its calls are recorded when the model emits them. */
+  const gated =
+    Boolean(tool.requireApproval) ||
+    typeof (tool as { needsApprovalFn?: unknown }).needsApprovalFn === 'function';
 
-  /**
-   * The call as the executor keys it (`key`: the tool's args, with a repeat of 2 or more) and the
-   * tool's args, or what to return when it cannot run (nothing ran).
-   */
-  const identify = async (input: unknown, context: Context) => {
+  /** The tool's args and the key's (with a repeat of 2 or more), or why the input is refused. */
+  const argsOf = (input: unknown, context: Context): Refused | { args: unknown; key: unknown } => {
     let args = input;
     let repeat = 1;
     if (repeats !== undefined) {
@@ -162,6 +167,22 @@ function wrapTool(
       args = checked.data;
     }
     const key = repeats === undefined ? args : keyArgs(args, repeat, repeats);
+    return { args, key };
+  };
+
+  /**
+   * The call as the executor keys it (`key`: the tool's args, with a repeat of 2 or more) and the
+   * tool's args, or what to return when it cannot run (nothing ran).
+   */
+  const identify = async (
+    input: unknown,
+    context: Context,
+  ): Promise<
+    Refused | { refused: unknown; error: unknown } | { call: KeyedCall; args: unknown }
+  > => {
+    const checked = argsOf(input, context);
+    if ('refused' in checked) return checked;
+    const { args, key } = checked;
     try {
       const info = {
         toolName: name,
@@ -176,20 +197,38 @@ function wrapTool(
     }
   };
 
+  /**
+   * An approved call: refused unless the model emitted it with these args (the tool's own gate
+   * records them; the run's `requireToolApproval` alone records nothing), then pinned. The
+   * model's text when it must not run, undefined when it may.
+   */
+  const emittedThenPinned = async (call: KeyedCall, toolCallId: string) => {
+    if (gated) {
+      try {
+        await checkEmitted(adapter.executor, name, toolCallId, call.args);
+      } catch (error) {
+        if (audienceOf(error) !== 'model') throw error;
+        return errorText(error);
+      }
+    }
+    return pinApproval(approvals, call, policy, toolCallId);
+  };
+
   const wrapped = async (input: unknown, context: Context) => {
     const identified = await identify(input, context);
     if ('refused' in identified) return identified.refused; // nothing ran
     const { call, args } = identified;
     const resuming = (context?.agent?.resumeData ?? context?.resumeData) != null;
     // The gate as Mastra asked it: the tool's without the repeat argument, the run's with it.
-    const gated = repeats === undefined ? args : { ...(input as object), ...(args as object) };
-    if (!resuming && (await passedApproval(requireApproval, name, gated, context))) {
-      // Approved by Mastra's gate (which gives the gate no call id): pin it to this call here
-      // (the approval is of the key's args: `repeat: 2` is approved on its own).
+    const asked = repeats === undefined ? args : { ...(input as object), ...(args as object) };
+    if (!resuming && (await passedApproval(requireApproval, name, asked, context))) {
+      // Approved by Mastra's gate (which gives the gate no call id): only a call the model
+      // emitted, with its arguments; pin the approval to it here (the approval is of the key's
+      // args: `repeat: 2` is approved on its own).
       const toolCallId = context.agent?.toolCallId ?? '';
-      const refused = await pinApproval(approvals, call, policy, toolCallId).catch(
-        (error: unknown) => ({ developer: error }),
-      );
+      const refused = await emittedThenPinned(call, toolCallId).catch((error: unknown) => ({
+        developer: error,
+      }));
       if (typeof refused === 'string') return refused; // nothing ran: the model reads why
       if (refused !== undefined) return escapes.escape(refused.developer);
     }
@@ -232,8 +271,45 @@ function wrapTool(
           message: `The suspended call of ${name} has arguments its inputSchema refuses: Mastra will not run it. Nothing was decided.`,
         });
       }
+      if (gated) await checkEmitted(adapter.executor, name, ref, identified.call.args);
       return approvals.requestApproval(identified.call, { policy, ref });
     },
+  };
+  const fields = repeats === undefined ? {} : repeatableFields(tool, name, repeats, caller);
+  const announce = (fields.onInputAvailable ?? tool.onInputAvailable) as
+    | ((options: never) => unknown)
+    | undefined;
+  /** Calls the model is streaming (Mastra's `onInputStart`), until they are announced. */
+  const streaming = new Set<string>();
+  const ownStart = tool.onInputStart as ((options: never) => unknown) | undefined;
+  const onInputStart = async (options: { toolCallId?: unknown }) => {
+    if (typeof options.toolCallId === 'string') {
+      streaming.add(options.toolCallId);
+      if (streaming.size > 10_000) streaming.delete(streaming.values().next().value as string);
+    }
+    await ownStart?.(options as never);
+  };
+  /**
+   * The model emitted a call (Mastra announces it before its approval gate): recorded, then the
+   * tool's own callback. Mastra also announces the suspended call again when the run resumes,
+   * from the run snapshot: that one is not the model's (the snapshot may be edited) and is not
+   * recorded. A call is the model's when Mastra saw the model stream it (`onInputStart`), or
+   * when it is announced in a run's first pass (Mastra hands the run's input messages; a resumed
+   * run has none).
+   */
+  const onInputAvailable = async (options: {
+    toolCallId?: unknown;
+    input?: unknown;
+    messages?: unknown;
+  }) => {
+    const id = options.toolCallId;
+    const streamed = typeof id === 'string' && streaming.delete(id);
+    const firstPass = Array.isArray(options.messages) && options.messages.length > 0;
+    const checked = argsOf(options.input, {});
+    if (typeof id === 'string' && (streamed || firstPass) && !('refused' in checked)) {
+      await recordEmitted(adapter.executor, name, id, checked.key);
+    }
+    await announce?.(options as never);
   };
   return copy({
     [TOOL_APPROVAL]: approval,
@@ -241,8 +317,9 @@ function wrapTool(
       repeats === undefined
         ? withRetryNote(tool.description, true)
         : withRepeatNote(tool.description, repeats),
-    execute: wrapped,
-    ...(repeats === undefined ? {} : repeatableFields(tool, name, repeats, caller)),
+    execute: markWrapped(wrapped),
+    ...fields,
+    ...(gated ? { onInputStart, onInputAvailable } : {}),
     toModelOutput: async (output: unknown) => {
       escapes.rethrow(output);
       return own === undefined ? undefined : own(output);
@@ -262,7 +339,7 @@ function wrapSet(tools: unknown, options: unknown, caller: string): Record<strin
       return resourceId === undefined ? threadId : JSON.stringify([resourceId, threadId]);
     },
     transcript: ({ context, history }) =>
-      transcriptOf([...history, ...(context?.agent?.messages ?? [])]),
+      transcriptOf([...history, ...(context?.agent?.messages ?? [])], savesEarly(context ?? {})),
     repeatable: true,
     howTo:
       "a memory thread (agent.generate(prompt, { memory: { thread, resource } })), conversationId (your chat id, e.g. ({ context }) => context.requestContext.get('chatId')) or turnId (the id of the user message)",

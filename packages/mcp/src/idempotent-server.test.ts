@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { McpServer as ModernMcpServer } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -406,6 +407,57 @@ describe('registration', () => {
     early.update({ annotations: { readOnlyHint: true } });
     await callTool(client, 'renamed');
     expect(counts.updated).toBe(2); // read-only now: left unwrapped
+  });
+
+  it('tools made idempotent twice are refused when wrapped, on either SDK, and the tools are left as they were', async () => {
+    const idempotency = createIdempotency({ store: createMemoryStore() });
+    const refused = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (error) {
+        expect(ConfigurationError.isInstance(error)).toBe(true);
+        return (error as ConfigurationError).message;
+      }
+      return 'not refused';
+    };
+    for (const make of [
+      () => new McpServer({ name: 'm', version: '1.0.0' }),
+      () => new ModernMcpServer({ name: 'm', version: '1.0.0' }) as unknown as McpServer,
+    ]) {
+      // The same server twice.
+      const twice = idempotentServer(make(), { idempotency });
+      expect(refused(() => idempotentServer(twice, { idempotency }))).toMatch(
+        /already made idempotent/,
+      );
+      expect(refused(() => idempotentRegisterTool(twice, { idempotency }))).toMatch(
+        /already made idempotent/,
+      );
+
+      // Tools an idempotentRegisterTool made, then the whole server: refused, nothing changed.
+      const server = make();
+      const registerTool = idempotentRegisterTool(server, { idempotency });
+      let runs = 0;
+      registerTool('charge', { inputSchema: { n: z.number() } }, async ({ n }) => ({
+        content: [{ type: 'text', text: `charged ${n} #${++runs}` }],
+      }));
+      expect(refused(() => idempotentServer(server, { idempotency }))).toMatch(
+        /tool "charge" is already idempotent/,
+      );
+      const client = await connectInMemory(server, { sessionId: 's' });
+      const meta = { [TURN_ID_META]: randomUUID() };
+      await callTool(client, 'charge', { n: 1 }, meta);
+      const again = await callTool(client, 'charge', { n: 1 }, meta);
+      expect(again._meta?.[REPLAYED_META]).toBe(true); // still wrapped once, still working
+      expect(runs).toBe(1);
+      await client.close();
+
+      // A callback idempotency.wrap made, registered on an idempotent server.
+      const wrappedFn = idempotency.wrap('charge', async () => ({ content: [] }));
+      const other = idempotentServer(make(), { idempotency });
+      expect(
+        refused(() => other.registerTool('charge', { description: 'Charge.' }, wrappedFn as never)),
+      ).toMatch(/tool "charge" is already idempotent/);
+    }
   });
 
   it('idempotentRegisterTool wraps only the tools registered through it', async () => {

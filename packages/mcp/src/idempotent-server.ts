@@ -16,8 +16,10 @@ import {
   createAdapter,
   createContextRegistry,
   errorText,
+  isWrapped,
   keyArgs,
   markContent,
+  markWrapped,
   mergeSignals,
   NotAnOutcome,
   type RepeatablePolicy,
@@ -126,7 +128,6 @@ type Kind = 'wrap' | 'unsafe' | 'skip';
 type Source = { turnId: string; kind: 'key' | 'client' | 'task' | 'session'; key?: unknown[] };
 
 const contexts = createContextRegistry();
-const wrappedServers = new WeakSet<object>();
 const HOW_TO = `_meta["${TURN_ID_META}"] on tools/call (the client's id of the user turn, new for every user message and the same on a retry, e.g. the message id), or the server's turnId option`;
 
 /**
@@ -235,6 +236,21 @@ function callPolicy(w: Wrapping, name: string, source: Source | undefined, used:
   return policy;
 }
 
+/**
+ * @throws ConfigurationError when a callback of the tool (its `handler` / `callback`, 2.x's
+ *   `executor`) came out of an idempotent-tools wrapper already (another server's, an
+ *   `idempotentRegisterTool`, `idempotency.wrap`): its call would run inside this one's with the
+ *   same key and wait for itself
+ */
+function refuseWrappedTool(tool: RegisteredTool, name: string, own?: Handler): void {
+  const callbacks = [tool.handler, tool.callback, tool.executor];
+  if (!callbacks.some((callback) => callback !== own && isWrapped(callback))) return;
+  throw new ConfigurationError({
+    option: 'tools',
+    message: `${CALLER}: tool "${name}" is already idempotent (its callback came out of an idempotent-tools wrapper), and wrapping it again would make its call wait for itself. Register the original callback once, through one wrapper.`,
+  });
+}
+
 /** Make one registered tool idempotent (or mark it unsafe), now and after `update(...)`. */
 function wrapRegistered(tool: RegisteredTool, name: string, w: Wrapping): void {
   const field = entryField(tool);
@@ -248,7 +264,7 @@ function wrapRegistered(tool: RegisteredTool, name: string, w: Wrapping): void {
     repeatSchema: undefined as unknown,
   };
 
-  const wrapped: Handler = async (...params) => {
+  const wrapped: Handler = markWrapped(async (...params: unknown[]) => {
     const extra = params[params.length - 1] as ToolExtra;
     // A tool without arguments whose schema only the repeat argument made is still called so.
     const hasArgs =
@@ -312,9 +328,10 @@ function wrapRegistered(tool: RegisteredTool, name: string, w: Wrapping): void {
       if (text === undefined) throw error; // the tool's own error: the SDK reports it as usual
       return { content: [{ type: 'text', text }], isError: true } satisfies CallToolResult;
     }
-  };
+  });
 
   const apply = () => {
+    refuseWrappedTool(tool, raw.name, wrapped);
     const kind = typeof raw.handler === 'function' ? w.kindOf(raw.name, raw.annotations) : 'skip';
     const policy = w.adapter.policy(raw.name) as McpToolPolicy | undefined;
     const repeats = kind === 'wrap' ? w.adapter.repeats(raw.name) : undefined;
@@ -361,7 +378,7 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
       message: `${caller}: pass an McpServer (new McpServer(...) from @modelcontextprotocol/server or @modelcontextprotocol/sdk/server/mcp.js).`,
     });
   }
-  if (wrappedServers.has(server)) {
+  if (isWrapped(server)) {
     throw new ConfigurationError({
       option: 'server',
       message: `${caller}: this server is already made idempotent: give per-tool options in its policies, exclude and unsafe.`,
@@ -450,6 +467,12 @@ export function idempotentServer<S extends McpServerLike>(
 ): S {
   const wrap = prepare(server, options);
   const existing = (server as { _registeredTools?: Record<string, unknown> })._registeredTools;
+  // Refused before any tool is changed: tools an idempotentRegisterTool of this server made.
+  for (const [name, registered] of Object.entries(existing ?? {})) {
+    if (registered !== null && typeof registered === 'object') {
+      refuseWrappedTool(registered as RegisteredTool, name);
+    }
+  }
   for (const [name, registered] of Object.entries(existing ?? {})) wrap(name, registered);
   for (const method of ['registerTool', 'tool'] as const) {
     const original = (server as Record<string, unknown>)[method] as
@@ -466,8 +489,7 @@ export function idempotentServer<S extends McpServerLike>(
       },
     });
   }
-  wrappedServers.add(server);
-  return server;
+  return markWrapped(server);
 }
 
 /**

@@ -12,15 +12,22 @@
  * 2026-07-28, or a session with `sessionWindow: false`): the server refuses with an `isError`
  * result whose error is `configuration`, which the app surfaces as an error to its developer.
  * (A stateful session with the default `sessionWindow` is a short-lived identity of its own, so
- * case 5 does not apply there: see findings.test.ts.)
+ * case 5 does not apply there: see findings.test.ts.) Tools made idempotent twice: the app
+ * registers them with `idempotentRegisterTool`, then wraps the server with `idempotentServer`:
+ * refused where it wraps, before anything is served.
  */
 import { randomUUID } from 'node:crypto';
 import { runTurnIdentityCases, type TurnIdentityDriver } from '@idempotent-tools/testing';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { McpServer as ModernMcpServer } from '@modelcontextprotocol/server';
 import { describe, expect, test } from 'vitest';
 import {
+  ConfigurationError,
   createIdempotency,
   createMemoryStore,
   type IdempotentServerOptions,
+  idempotentRegisterTool,
+  idempotentServer,
   TURN_ID_META,
 } from './index.js';
 import { callTool, createHelpdesk, modelError, type Runs } from './test-utils/helpdesk.js';
@@ -57,7 +64,26 @@ async function createDriver(setup: Setup): Promise<TurnIdentityDriver> {
   };
 
   return {
-    conversation(id) {
+    wrapTwice: true,
+    conversation(id, how) {
+      if (how?.wrapTwice === true) {
+        // The app registers its tools through idempotentRegisterTool, then wraps the server too.
+        const bare = modern
+          ? (new ModernMcpServer({ name: 'helpdesk', version: '1.0.0' }) as unknown as McpServer)
+          : new McpServer({ name: 'helpdesk', version: '1.0.0' });
+        idempotentRegisterTool(bare, options)('create_ticket', {}, async () => {
+          runs.create_ticket = (runs.create_ticket ?? 0) + 1;
+          return { content: [{ type: 'text', text: 'created' }] };
+        });
+        // Throws: the server's tools are idempotent already (any other error fails the case).
+        try {
+          idempotentServer(bare, options);
+        } catch (error) {
+          if (/already idempotent/.test(String((error as Error).message))) throw error;
+          throw new Error(`not the double-wrap refusal: ${String(error)}`);
+        }
+        throw new Error('wrapping twice was not refused');
+      }
       const client = connect();
       let message: string | undefined; // the app's id of the last user message
       let words = '';
@@ -105,6 +131,10 @@ for (const setup of [
     test,
     expect,
     createDriver: () => createDriver(setup),
-    isDeveloperError: (error) => error instanceof Refused && error.error.error === 'configuration',
+    supports: { wrapTwice: true },
+    // A refusal the client got (isError, `configuration`), or one thrown where the app wraps.
+    isDeveloperError: (error) =>
+      ConfigurationError.isInstance(error) ||
+      (error instanceof Refused && error.error.error === 'configuration'),
   });
 }

@@ -2,7 +2,8 @@
  * One process of an app with durable state (Mastra memory and run snapshots on a LibSQL file,
  * the idempotency store on SQLite), driven by crash.test.ts:
  * - `turn`: one turn; `CRASH=after-persist` SIGKILLs the process once the tool's outcome is
- *   stored, before the reply;
+ *   stored, before the reply; `CRASH=in-tool-after-flush`: the tool saves the thread so far
+ *   (Mastra's `flushMessages`), does its effect and the process is killed before it returns;
  * - `suspend`: one turn whose tool needs approval: prints the run and call ids, exits;
  * - `approve`: approves that call (after a restart); `CRASH=after-persist` as above.
  */
@@ -20,8 +21,10 @@ const carryOut = createTool({
   description: "Carry out the user's request.",
   inputSchema: z.object({ request: z.string() }),
   requireApproval: MODE !== 'turn',
-  execute: async ({ request }) => {
+  execute: async ({ request }, context) => {
+    if (CRASH === 'in-tool-after-flush') await context?.agent?.flushMessages?.();
     appendFileSync(`${DIR}/effects`, `${request}\n`);
+    if (CRASH === 'in-tool-after-flush') die();
     return { done: request };
   },
 });
@@ -38,8 +41,13 @@ const server = await startModelServer();
 const agent = makeAgent({ server, tools, storage: libsql(`${DIR}/mastra.db`) });
 const memory = { memory: { thread: 'chat-1', resource: 'user-1' } };
 if (MODE === 'turn') {
-  const out = await runAgent(agent, 'generate', 'Cancel my subscription.', memory);
-  console.log(JSON.stringify({ text: out.text }));
+  try {
+    const out = await runAgent(agent, 'generate', 'Cancel my subscription.', memory);
+    console.log(JSON.stringify({ text: out.text }));
+  } catch (error) {
+    const { name, code, message } = error as { name?: string; code?: string; message?: string };
+    console.log(JSON.stringify({ error: { name, code, message } }));
+  }
 } else if (MODE === 'suspend') {
   const out = await runAgent(agent, 'generate', 'Cancel my subscription.', memory);
   const payload = out.suspendPayload as { toolCallId?: string } | undefined;
