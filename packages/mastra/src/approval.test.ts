@@ -91,7 +91,7 @@ describe('requireApproval decided in another process (SQLite store, LibSQL snaps
     expect(await decide('mastra-approve')).toHaveProperty('error');
     expect(effects()).toBe(1);
     expect(await stored(key)).toMatchObject({ status: 'approved', by: 'alice@example.com' });
-  }, 120_000);
+  });
 
   test("approved with Mastra's own approveToolCallGenerate: pinned to the call when it runs", async () => {
     const { decide, effects, stored, key } = await suspended();
@@ -99,7 +99,7 @@ describe('requireApproval decided in another process (SQLite store, LibSQL snaps
     expect(approved.results).toEqual([{ done: 'Cancel my subscription.' }]);
     expect(effects()).toBe(1);
     expect(await stored(key)).toMatchObject({ status: 'approved', by: expect.any(String) });
-  }, 120_000);
+  });
 
   test('declined (declineToolCallGenerate helper): stored as rejected, nothing ran; declined again decides nothing', async () => {
     const { decide, effects, stored, key } = await suspended();
@@ -111,7 +111,7 @@ describe('requireApproval decided in another process (SQLite store, LibSQL snaps
     expect(await decide('decline')).toMatchObject({ error: { name: 'InvalidInputError' } });
     expect(await stored(key)).toEqual(rejection);
     expect(effects()).toBe(0);
-  }, 120_000);
+  });
 
   test('a decline stored before Mastra resumed (a crash in between): an approval later runs nothing', async () => {
     const { decide, effects, stored, key } = await suspended();
@@ -127,7 +127,7 @@ describe('requireApproval decided in another process (SQLite store, LibSQL snaps
     expect(String(late.text)).toContain('bob@example.com');
     expect(effects()).toBe(0);
     expect(await stored(key)).toMatchObject({ status: 'rejected' });
-  }, 120_000);
+  });
 
   test('a run snapshot edited to other arguments: the approval does not authorise them', async () => {
     const { decide, effects } = await suspended();
@@ -138,7 +138,7 @@ describe('requireApproval decided in another process (SQLite store, LibSQL snaps
     const resumed = await decide('mastra-approve');
     expect(String(resumed.text)).toMatch(/"error":"drift"/);
     expect(effects()).toBe(0);
-  }, 120_000);
+  });
 });
 
 describe('requireApproval in one process (memory thread)', () => {
@@ -182,7 +182,7 @@ describe('requireApproval in one process (memory thread)', () => {
     } finally {
       await server.close();
     }
-  }, 60_000);
+  });
 
   test('a requireApproval function that lets the call through: no approval is asked or stored', async () => {
     const server = await startModelServer();
@@ -211,5 +211,5 @@ describe('requireApproval in one process (memory thread)', () => {
     } finally {
       await server.close();
     }
-  }, 60_000);
+  });
 });

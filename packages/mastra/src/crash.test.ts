@@ -50,7 +50,7 @@ describe('a process killed after the tool ran, the turn resumed in another proce
     expect(resumed.signal, resumed.out).toBe(null);
     expect(lastJson(resumed.out).text).toContain('"replayed":true');
     expect(countEffects(join(DIR, 'effects'))).toBe(1);
-  }, 90_000);
+  });
 
   test('a tool that saved the thread mid-run (flushMessages), killed in it: the same words are refused (turnId), one effect', async () => {
     const DIR = newDir();
@@ -66,7 +66,7 @@ describe('a process killed after the tool ran, the turn resumed in another proce
       message: expect.stringMatching(/broken attempt.*Pass turnId/s),
     });
     expect(countEffects(join(DIR, 'effects'))).toBe(1);
-  }, 90_000);
+  });
 
   test('requireApproval: approved after a restart, killed, approved again: one effect', async () => {
     const DIR = newDir();
@@ -84,5 +84,5 @@ describe('a process killed after the tool ran, the turn resumed in another proce
       { done: 'Cancel my subscription.', replayed: true },
     ]);
     expect(countEffects(join(DIR, 'effects'))).toBe(1);
-  }, 90_000);
+  });
 });

@@ -300,7 +300,7 @@ describe('deliberate repeats: the tool and its callbacks never see `repeat`', ()
       { reminder: 1, to: 'ann' },
       { reminder: 2, to: 'ann' },
     ]);
-  }, 60_000);
+  });
 });
 
 describe('deliberate repeats: setup', () => {
