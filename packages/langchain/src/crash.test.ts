@@ -16,7 +16,7 @@ const child = fileURLToPath(new URL('./test-utils/crash-child.ts', import.meta.u
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'langchain-crash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const LEASE_MS = 300;
+const LEASE_MS = 1_000;
 
 /** Run the child until it kills itself; returns the scenario's files and thread. */
 async function crash(mode: 'after-effect' | 'after-persist') {

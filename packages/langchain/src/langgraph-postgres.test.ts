@@ -23,7 +23,7 @@ const child = fileURLToPath(new URL('./test-utils/langgraph-crash-child.ts', imp
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'langgraph-crash-'));
 const schema = `lg_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
-const LEASE_MS = 300;
+const LEASE_MS = 1_000;
 const order: Order = { id: 'o-1', amount: 40 };
 
 const admin = new pg.Pool({ connectionString: DATABASE_URL, max: 1 });
