@@ -88,7 +88,8 @@ for (const file of files(ROOT)) {
     continue;
   }
   const visit = (node) => {
-    if (ts.isCallExpression(node) && CALLEES.has(calleeName(node.expression) ?? '')) {
+    const callee = ts.isCallExpression(node) ? (calleeName(node.expression) ?? '') : '';
+    if (ts.isCallExpression(node) && (CALLEES.has(callee) || /Test$/.test(callee))) {
       const last = node.arguments.at(-1);
       if (last !== undefined && node.arguments.length >= 2) {
         const ms = numberOf(last);

@@ -120,6 +120,27 @@ describe.skipIf(!up).each([pgCase, postgresJsCase])(
       expect((await direct.claim(claimInput(key))).status).toBe('in_progress');
     });
 
+    test('issue 26: a claim whose reply was lost, then a 2 s outage: the retry after it runs the tool, never outcome_unknown', async () => {
+      const { store, proxy } = await proxied(driver);
+      const idempotency = createIdempotency({ store, lease: 1_000 });
+      const call = { toolName: 'pay', turnId: uniqueKey('turn'), args: { amount: 5 } };
+      let runs = 0;
+      const tool = async () => ++runs;
+      proxy.dropNextReply({ outageMs: 2_000 });
+      const first = await errorOf(idempotency.run(call, tool));
+      expect(proxy.dropped).toBe(1);
+      // pg fails the claim's retries while the database refuses connections ("did not run,
+      // retry"); postgres.js waits for its connection and its retry of the claim meets its own
+      // token (acquired): either way the call runs once, and never ends stuck.
+      if (first !== undefined) {
+        expect(first, String(first)).toSatisfy(StoreUnavailableError.isInstance);
+        expect(runs).toBe(0);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 2_500)); // the outage is over
+      expect(await idempotency.run(call, tool)).toMatchObject({ value: 1 });
+      expect(runs).toBe(1);
+    });
+
     test('a complete whose connection dropped after the commit, sent again, answers true; another outcome false', async () => {
       const { store, direct, proxy } = await proxied(driver);
       const key = uniqueKey('lost-complete');

@@ -81,7 +81,6 @@ describe('sqlite store across processes (one file)', () => {
       ).flat();
       expectOneExecution(reports, effectsFile, 1000);
     },
-    60_000,
   );
 
   betterTest(
@@ -102,7 +101,6 @@ describe('sqlite store across processes (one file)', () => {
       expect(acquired).toHaveLength(2000);
       expect(new Set(acquired).size).toBe(2000);
     },
-    60_000,
   );
 
   betterTest(
@@ -125,7 +123,6 @@ describe('sqlite store across processes (one file)', () => {
       expect(rows).toEqual({ n: 1000 });
       await store.close();
     },
-    60_000,
   );
 
   for (const driver of ['node:sqlite', 'better-sqlite3'] as const) {
@@ -159,7 +156,6 @@ describe('sqlite store across processes (one file)', () => {
         ]);
         expect(countEffects(effectsFile)).toBe(1);
       },
-      60_000,
     );
 
     driverTest(driver)(
@@ -178,7 +174,6 @@ describe('sqlite store across processes (one file)', () => {
         ]);
         expect(countEffects(effectsFile)).toBe(1);
       },
-      60_000,
     );
   }
 });

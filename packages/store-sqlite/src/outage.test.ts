@@ -124,7 +124,6 @@ describe('sqlite store outage', () => {
         expect(runs).toBe(31);
         h.end();
       },
-      30_000,
     );
   }
 
@@ -171,6 +170,53 @@ describe('sqlite store outage', () => {
       expect(fresh).toMatchObject({ replayed: false, value: 2 });
       db.close();
     },
-    30_000,
+  );
+});
+
+describe('issue 26: complete is sent again past the lease while the file is locked', () => {
+  betterTest(
+    'a 2 s write lock from another process, a 1.5 s lease: the result is kept, the retry replays it (before the fix: lost)',
+    async () => {
+      const file = join(dir, `${randomUUID()}.db`);
+      const db = new DatabaseSync(file);
+      const store = createSqliteStore(db, { busyTimeoutMs: 100 });
+      const idempotency = createIdempotency({ store, lease: 1_500 });
+      let locker: ReturnType<typeof spawn> | undefined;
+      let runs = 0;
+      const first = await idempotency.run(
+        { toolName: 't', turnId: 'locked', args: {} },
+        async () => {
+          runs++;
+          // Another process takes the write lock just before the tool returns, for 2 s.
+          locker = spawn(
+            process.execPath,
+            [
+              '-e',
+              `const db = new (require('node:sqlite').DatabaseSync)(process.argv[1]);
+             db.exec('BEGIN IMMEDIATE'); console.log('locked');
+             setTimeout(() => { db.exec('COMMIT'); db.close(); process.exit(0); }, 2000);`,
+              file,
+            ],
+            { stdio: ['ignore', 'pipe', 'inherit'] },
+          );
+          await new Promise((resolve) => locker?.stdout?.once('data', resolve));
+          return 'charged';
+        },
+      );
+      expect(first).toMatchObject({ value: 'charged', outcome: 'executed' });
+      const replay = await idempotency.run(
+        { toolName: 't', turnId: 'locked', args: {} },
+        async () => {
+          runs++;
+          return 'again';
+        },
+      );
+      expect(replay).toMatchObject({ value: 'charged', replayed: true });
+      expect(runs).toBe(1);
+      await new Promise((resolve) =>
+        locker?.exitCode !== null ? resolve(undefined) : locker.once('exit', resolve),
+      );
+      db.close();
+    },
   );
 });

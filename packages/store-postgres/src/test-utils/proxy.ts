@@ -11,8 +11,12 @@ export interface CommitProxy {
   readonly port: number;
   /** Replies swallowed so far (each one cut its connection). */
   readonly dropped: number;
-  /** Swallow the next complete reply (through `ReadyForQuery`) on any connection, then cut it. */
-  dropNextReply(): void;
+  /**
+   * Swallow the next complete reply (through `ReadyForQuery`) on any connection, then cut it;
+   * with `outageMs`, the database then looks down for that long (every connection cut, new ones
+   * refused).
+   */
+  dropNextReply(options?: { outageMs?: number }): void;
   close(): Promise<void>;
 }
 
@@ -23,8 +27,22 @@ export async function startCommitProxy(target: {
   const pairs = new Set<[Socket, Socket]>();
   let armed = false;
   let dropped = 0;
+  let outageAfterDrop = 0;
+  let refusingUntil = 0;
+  const outage = (ms: number) => {
+    refusingUntil = Date.now() + ms;
+    for (const [client, upstream] of [...pairs]) {
+      client.destroy();
+      upstream.destroy();
+    }
+    pairs.clear();
+  };
 
   const server: Server = createServer((client) => {
+    if (Date.now() < refusingUntil) {
+      client.destroy();
+      return;
+    }
     const upstream = tcpConnect(target.port, target.host);
     const pair: [Socket, Socket] = [client, upstream];
     pairs.add(pair);
@@ -60,6 +78,7 @@ export async function startCommitProxy(target: {
           if (type === 'Z') {
             dropped++;
             cut();
+            if (outageAfterDrop > 0) outage(outageAfterDrop);
             return;
           }
         } else {
@@ -82,8 +101,9 @@ export async function startCommitProxy(target: {
     get dropped() {
       return dropped;
     },
-    dropNextReply() {
+    dropNextReply(options = {}) {
       armed = true;
+      outageAfterDrop = options.outageMs ?? 0;
     },
     async close() {
       for (const [client, upstream] of [...pairs]) {
