@@ -70,6 +70,16 @@ const where = (file, source, node) => {
 };
 
 for (const file of files(ROOT)) {
+  if (file.endsWith('package.json')) {
+    const scripts = JSON.parse(readFileSync(file, 'utf8')).scripts ?? {};
+    for (const [name, command] of Object.entries(scripts)) {
+      const match = /--(testTimeout|hookTimeout)[= ]([0-9_]+)/.exec(String(command));
+      if (match !== null && Number(match[2].replaceAll('_', '')) < MIN_MS) {
+        findings.push(`${relative(ROOT, file)}: script "${name}" sets --${match[1]}=${match[2]}`);
+      }
+    }
+    continue;
+  }
   const isTest = /\.test\.(ts|mts|mjs|js)$/.test(file);
   const isConfig = /vitest\.config\.(ts|mts|js|mjs)$/.test(file);
   if (!isTest && !isConfig) continue;
