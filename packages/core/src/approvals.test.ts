@@ -240,3 +240,41 @@ describe('run: the tool runs once, after approval, for the approved args only', 
     expect(refunds).toEqual([]);
   });
 });
+
+describe('bound approvals for adapters: approveCall, recordAsked, checkAsked', () => {
+  const charge = (amount: number) => ({ toolName: 'charge', turnId: 't1', args: { amount } });
+
+  test('approveCall: the request made under its ref and approved; sent again, the one approval; a standing rejection stays', async () => {
+    const approvals = createApprovals(createIdempotency({ store: createMemoryStore() }));
+    const first = await approvals.approveCall(charge(5), { ref: 'call_1', by: 'sdk:call_1' });
+    expect(first).toMatchObject({ status: 'approved', by: 'sdk:call_1' });
+    const again = await approvals.approveCall(charge(5), { ref: 'call_1', by: 'sdk:again' });
+    expect(again).toMatchObject({ status: 'approved', by: 'sdk:call_1', key: first.key });
+    // The same ref with other arguments (an edited state): refused.
+    await expect(approvals.approveCall(charge(500), { ref: 'call_1', by: 'x' })).rejects.toSatisfy(
+      DriftError.isInstance,
+    );
+    const asked = await approvals.requestApproval(charge(7), { ref: 'call_2' });
+    await approvals.reject(asked.key, { by: 'alice' });
+    await expect(approvals.approveCall(charge(7), { ref: 'call_2', by: 'sdk' })).rejects.toSatisfy(
+      ApprovalRejectedError.isInstance,
+    );
+  });
+
+  test('recordAsked then checkAsked: the call the model emitted passes; other args are drift; a call never asked is refused; nothing else is stored', async () => {
+    const approvals = createApprovals(createIdempotency({ store: createMemoryStore() }));
+    await approvals.recordAsked(charge(5), 'call_1');
+    await approvals.recordAsked(charge(500), 'call_1'); // a resume announcing edited args: ignored
+    await expect(approvals.checkAsked(charge(5), 'call_1')).resolves.toBeUndefined();
+    await expect(approvals.checkAsked(charge(500), 'call_1')).rejects.toSatisfy(
+      DriftError.isInstance,
+    );
+    const never = await approvals.checkAsked(charge(5), 'made_up').catch((e: unknown) => e);
+    expect(InvalidInputError.isInstance(never) && never.field === 'args').toBe(true);
+    expect(errorForModel(never)).toMatchObject({ error: 'invalid_input' });
+    // The check stored nothing for the made-up ref: asking again is refused again.
+    await expect(approvals.checkAsked(charge(5), 'made_up')).rejects.toSatisfy(
+      InvalidInputError.isInstance,
+    );
+  });
+});

@@ -39,6 +39,7 @@ export const APPROVAL_TOOL_NAMES = {
   request: 'idempotent-tools/approval',
   decision: 'idempotent-tools/approval-decision',
   ref: 'idempotent-tools/approval-ref',
+  asked: 'idempotent-tools/approval-asked',
 } as const;
 
 export type ApprovalStatus = 'pending' | 'approved' | 'rejected';
@@ -131,6 +132,39 @@ export interface Approvals {
     policy?: ToolPolicy<Args, Result>,
     options?: { approvalKey?: string | undefined },
   ): Promise<IdempotentResult<Result> & { approval: Approval }>;
+  /**
+   * A call its framework says was approved (a resumed `RunState`, an approval response), bound to
+   * the exact call: its request made or found under `ref`, approved by `by` while still pending;
+   * a decision taken first stays (a rejection is thrown). Idempotent: the same approval sent
+   * again is the one approval.
+   * @throws ApprovalRejectedError (rejected on the store first), DriftError (`ref` was asked for
+   *   with other arguments: an edited history or state)
+   */
+  approveCall<Args>(
+    call: Call<Args>,
+    options: RequestApprovalOptions<Args> & { ref: string; by: string },
+  ): Promise<Approval>;
+  /**
+   * Record that the model asked for this call: its framework's id of the call (`ref`) with these
+   * arguments, when the model emits it (before the run stops to ask the human). The first
+   * arguments stay: a resume that announces the call again with edited ones records nothing.
+   */
+  recordAsked<Args>(
+    call: Call<Args>,
+    ref: string,
+    policy?: RequestApprovalOptions<Args>['policy'],
+  ): Promise<void>;
+  /**
+   * Whether the model asked for exactly this call (`recordAsked`): an approval authorises only
+   * a call the model emitted. Nothing is stored.
+   * @throws DriftError (the model asked for `ref` with other arguments), InvalidInputError (field
+   *   `args`: the model never asked for this call here)
+   */
+  checkAsked<Args>(
+    call: Call<Args>,
+    ref: string,
+    policy?: RequestApprovalOptions<Args>['policy'],
+  ): Promise<void>;
 }
 
 /** What the request record's outcome holds. */
@@ -527,6 +561,94 @@ export function createApprovals(
     return { ...result, approval };
   }
 
+  async function approveCall<Args>(
+    call: Call<Args>,
+    options: RequestApprovalOptions<Args> & { ref: string; by: string },
+  ): Promise<Approval> {
+    const { by, ...request } = options;
+    const requested = await requestApproval(call, request);
+    let approval = requested;
+    if (requested.status === 'pending') {
+      approval = await decide(requested.key, 'approved', { by }).catch(async (error: unknown) => {
+        if (!ApprovalConflictError.isInstance(error)) throw error;
+        return (await getApproval(requested.key)) ?? requested;
+      });
+    }
+    if (approval.status === 'rejected') throw new ApprovalRejectedError({ approval });
+    return approval;
+  }
+
+  /** The record of what the model asked for under `ref`: keyed by the ref, the args fingerprinted. */
+  const asked = <Args>(
+    call: Call<Args>,
+    ref: string,
+    policy: RequestApprovalOptions<Args>['policy'],
+  ) => {
+    const { fingerprint } = idempotency.keyOf(
+      call,
+      policy?.businessKey === undefined ? {} : { businessKey: policy.businessKey },
+    );
+    return {
+      call: {
+        toolName: APPROVAL_TOOL_NAMES.asked,
+        scope: call.scope,
+        args: { toolName: call.toolName, fingerprint },
+      },
+      // `reject` whatever the executor's default: other arguments are never this call.
+      policy: {
+        businessKey: () => [call.toolName, ref],
+        onDrift: 'reject' as const,
+        ttl: policy?.ttl ?? defaultTtl,
+      },
+    };
+  };
+  const notAsked = new Error('not asked');
+
+  async function recordAsked<Args>(
+    call: Call<Args>,
+    ref: string,
+    policy?: RequestApprovalOptions<Args>['policy'],
+  ): Promise<void> {
+    const record = asked(call, ref, policy);
+    await idempotency
+      .run(record.call, () => true, record.policy)
+      .catch((error: unknown) => {
+        if (!DriftError.isInstance(error)) throw error;
+      });
+  }
+
+  async function checkAsked<Args>(
+    call: Call<Args>,
+    ref: string,
+    policy?: RequestApprovalOptions<Args>['policy'],
+  ): Promise<void> {
+    const record = asked(call, ref, policy);
+    try {
+      await idempotency.run(
+        record.call,
+        () => {
+          throw notAsked;
+        },
+        { ...record.policy, isTerminalError: () => false, onToolError: 'release' },
+      );
+    } catch (error) {
+      if (DriftError.isInstance(error)) {
+        throw new DriftError({
+          key: error.key,
+          toolName: call.toolName,
+          storedFingerprint: error.storedFingerprint,
+          fingerprint: error.fingerprint,
+          message: `The approved call of ${call.toolName} (${ref}) has other arguments than the model asked for: the approval does not authorise them. Nothing ran.`,
+        });
+      }
+      if (error !== notAsked) throw error;
+      throw new InvalidInputError({
+        field: 'args',
+        message: `The approved call of ${call.toolName} (${ref}) is not one the model asked for on this server: the approval does not authorise it. Nothing ran. Call ${call.toolName} to ask for an approval.`,
+      });
+    }
+  }
+
   return {
     keyOf: (call, policy) => identify(call, policy).key,
     requestApproval,
@@ -534,5 +656,8 @@ export function createApprovals(
     reject: (key, decider) => decide(key, 'rejected', decider),
     getApproval,
     run,
+    approveCall,
+    recordAsked,
+    checkAsked,
   };
 }

@@ -20,9 +20,10 @@ import {
   type IdempotentResult,
   TOOL_POLICY_FIELDS,
   type ToolFunction,
+  type ToolPolicy,
 } from '@idempotent-tools/core';
-import type { CallToolResult, McpToolPolicy, ToolCallInfo } from './idempotent-server.js';
-import type { McpServerLike, ToolExtra } from './sdk.js';
+import type { RepeatablePolicy } from '@idempotent-tools/core/adapter-kit';
+import type { CallToolResult, McpServerLike, ToolCallInfo, ToolExtra } from './sdk.js';
 
 /** The `approval` of a tool's policy: ask the user through elicitation before it runs. */
 export interface McpApprovalPolicy {
@@ -328,3 +329,18 @@ async function decide(
     ),
   };
 }
+
+/**
+ * The policy of one MCP tool: its outcome is the tool's `CallToolResult`. `repeatable`: the
+ * tool's `inputSchema` gets the `repeat` argument (deliberate repeats, see the README).
+ */
+export type McpToolPolicy = ToolPolicy<Record<string, unknown>, CallToolResult> &
+  RepeatablePolicy & {
+    /**
+     * Ask the user (MCP elicitation) before the tool runs; the answer is stored, bound to the
+     * exact call (see the README's "Approvals"). A tool with an approval is wrapped even when it
+     * is annotated `readOnlyHint: true`.
+     * @default false
+     */
+    approval?: McpApprovalOption | undefined;
+  };

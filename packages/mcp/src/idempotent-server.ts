@@ -7,7 +7,6 @@ import {
   type IdempotentResult,
   InvalidInputError,
   markReplayed,
-  type ToolPolicy,
   withRetryNote,
 } from '@idempotent-tools/core';
 import {
@@ -22,12 +21,11 @@ import {
   markWrapped,
   mergeSignals,
   NotAnOutcome,
-  type RepeatablePolicy,
   takeRepeat,
   withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
 import {
-  type McpApprovalOption,
+  type McpToolPolicy,
   runApproved,
   type ToolApproval,
   takeApprovals,
@@ -45,12 +43,14 @@ import {
   relatedTaskId,
   signalOf,
   type ToolAnnotations,
+  type ToolCallInfo,
   type ToolExtra,
   viewOf,
   withSignal,
 } from './sdk.js';
 
-export type { CallToolResult, McpServerLike, ToolExtra } from './sdk.js';
+export type { McpToolPolicy } from './approval.js';
+export type { CallToolResult, McpServerLike, ToolCallInfo, ToolExtra } from './sdk.js';
 
 /** `_meta` field of a `tools/call` request: the client's idempotency key for this one call. */
 export const IDEMPOTENCY_KEY_META = 'io.idempotent-tools/key';
@@ -61,32 +61,8 @@ export const REPLAYED_META = 'io.idempotent-tools/replayed';
 /** Default `sessionWindow`: 5 minutes (the window of content-based deduplication in SQS FIFO queues). */
 export const DEFAULT_SESSION_WINDOW = 5 * 60_000;
 
-/** One `tools/call`: what `turnId` and `scope` functions are given. */
-export interface ToolCallInfo extends CallView {
-  toolName: string;
-  /** The arguments, as parsed by the tool's `inputSchema` (`{}` for a tool without one). */
-  args: Record<string, unknown>;
-  /** What the SDK handed the tool: 1.x `extra`, 2.x `ctx`. */
-  extra: ToolExtra;
-}
-
 /** A per-call value: fixed, or computed from the call (undefined: not known). */
 export type PerCall = string | ((call: ToolCallInfo) => string | undefined);
-
-/**
- * The policy of one MCP tool: its outcome is the tool's `CallToolResult`. `repeatable`: the
- * tool's `inputSchema` gets the `repeat` argument (deliberate repeats, see the README).
- */
-export type McpToolPolicy = ToolPolicy<Record<string, unknown>, CallToolResult> &
-  RepeatablePolicy & {
-    /**
-     * Ask the user (MCP elicitation) before the tool runs; the answer is stored, bound to the
-     * exact call (see the README's "Approvals"). A tool with an approval is wrapped even when it
-     * is annotated `readOnlyHint: true`.
-     * @default false
-     */
-    approval?: McpApprovalOption | undefined;
-  };
 
 /** Options of `idempotentServer(server, options)` and `idempotentRegisterTool(server, options)`. */
 export type IdempotentServerOptions = ExecutorOptions &

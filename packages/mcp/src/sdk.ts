@@ -155,3 +155,12 @@ export function outputDeclaresReplayed(tool: RegisteredTool): boolean | undefine
   const shape = json?.properties ?? schema._zod?.def?.shape ?? schema.shape;
   return shape !== null && typeof shape === 'object' && Object.hasOwn(shape, 'replayed');
 }
+
+/** One `tools/call`: what `turnId` and `scope` functions are given. */
+export interface ToolCallInfo extends CallView {
+  toolName: string;
+  /** The arguments, as parsed by the tool's `inputSchema` (`{}` for a tool without one). */
+  args: Record<string, unknown>;
+  /** What the SDK handed the tool: 1.x `extra`, 2.x `ctx`. */
+  extra: ToolExtra;
+}

@@ -22,7 +22,8 @@ import {
   reasonOf,
   StoreUnavailableError,
 } from '@idempotent-tools/core';
-import { type Driver, type DriverResult, type PostgresClient, resolveDriver } from './driver.js';
+import type { Driver, DriverResult } from './driver.js';
+import { type PostgresClient, resolveDriver } from './resolve-driver.js';
 import { checkIdentifier, DEFAULT_SCHEMA, quoteIdent } from './schema.js';
 
 export interface PostgresAuditLogOptions {

@@ -32,8 +32,8 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createPostgresAuditLog } from './audit-log.js';
-import { detectDriver } from './driver.js';
 import { createPostgresStore, type PostgresStore } from './postgres-store.js';
+import { detectDriver } from './resolve-driver.js';
 import {
   type DriverCase,
   type OpenedClient,

@@ -5,7 +5,7 @@ export {
   PostgresAuditLog,
   type PostgresAuditLogOptions,
 } from './audit-log.js';
-export { type DriverName, detectDriver, type PostgresClient } from './driver.js';
+export type { DriverName } from './driver.js';
 export type {
   PgListenClient,
   PgNotification,
@@ -20,6 +20,7 @@ export {
   PostgresStore,
   type PostgresStoreOptions,
 } from './postgres-store.js';
+export { detectDriver, type PostgresClient } from './resolve-driver.js';
 export {
   DEFAULT_SCHEMA,
   DEFAULT_TABLE,

@@ -26,13 +26,8 @@ import {
   withDeadline,
 } from '@idempotent-tools/core';
 import { ChangeListener, type PgListenClient } from './change-listener.js';
-import {
-  type Driver,
-  type DriverName,
-  type DriverResult,
-  type PostgresClient,
-  resolveDriver,
-} from './driver.js';
+import type { Driver, DriverName, DriverResult } from './driver.js';
+import { type PostgresClient, resolveDriver } from './resolve-driver.js';
 import { type ResolvedNames, resolveNames, schemaSql, type TableNames } from './schema.js';
 
 export interface PostgresStoreOptions extends TableNames {

@@ -8,9 +8,6 @@
  * The client types here are structural (no import of any client), so the published types need
  * none of them installed.
  */
-import { InvalidInputError } from '@idempotent-tools/core';
-import { ioredisDriver } from './driver-ioredis.js';
-import { nodeRedisDriver } from './driver-node-redis.js';
 import type { Script } from './scripts.js';
 
 /**
@@ -95,25 +92,6 @@ export interface Driver {
   readonly shardedPubSub: boolean;
   /** Appended to a store-unavailable message: what to check for this client. */
   readonly hint: string;
-}
-
-/** The driver for a client, or a typed error that says which clients the store takes. */
-export function toDriver(client: unknown, field = 'redis'): Driver {
-  const c = client as Record<string, unknown> | null | undefined;
-  if (c != null && typeof c === 'object') {
-    // ioredis and iovalkey: lowercase command methods (`evalsha`) and a `status`.
-    if (typeof c.evalsha === 'function' && typeof c.duplicate === 'function') {
-      return ioredisDriver(client as IoRedisLikeClient);
-    }
-    // node-redis: `sendCommand` and `isOpen` (v4 to v6; `evalSha`, never `evalsha`).
-    if (typeof c.sendCommand === 'function' && 'isOpen' in c && typeof c.duplicate === 'function') {
-      return nodeRedisDriver(client as NodeRedisLikeClient);
-    }
-  }
-  throw new InvalidInputError({
-    field,
-    message: `createRedisStore needs a Redis client: ioredis or iovalkey (createRedisStore(new Redis(url))), or node-redis (createRedisStore(await createClient({ url }).connect()), or a connected createCluster(...)); got ${client === null ? 'null' : typeof client}.`,
-  });
 }
 
 /** A client's replies as plain values (Buffers as UTF-8 strings, bigints as numbers). */

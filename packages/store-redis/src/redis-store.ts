@@ -28,9 +28,10 @@ import {
   type TakeoverInput,
   withDeadline,
 } from '@idempotent-tools/core';
-import { type Driver, globPrefix, type RedisClient, toDriver } from './driver.js';
+import { type Driver, globPrefix, type RedisClient } from './driver.js';
 import { Notifier } from './notifier.js';
 import { SCRIPTS, type Script } from './scripts.js';
+import { toDriver } from './to-driver.js';
 
 export type { IoRedisLikeClient, NodeRedisLikeClient, RedisClient } from './driver.js';
 

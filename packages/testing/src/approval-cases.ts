@@ -1,4 +1,4 @@
-import type { ExpectLike } from './store-conformance.js';
+import type { ExpectLike } from './expect.js';
 
 /** The arguments of the tool that needs an approval: a charge of `amount`. */
 export interface ChargeArgs {

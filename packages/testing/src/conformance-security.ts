@@ -13,7 +13,7 @@ import {
   RecordIntegrityError,
   ReplayedFailureError,
 } from '@idempotent-tools/core';
-import type { ExpectLike } from './store-conformance.js';
+import type { ExpectLike } from './expect.js';
 
 /** @internal */
 export interface SecurityTestContext<S extends IdempotencyStore> {

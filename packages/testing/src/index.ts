@@ -7,6 +7,17 @@ export {
 } from './approval-cases.js';
 export { createTestClock, sleep, type TestClock, type TestClockOptions } from './clock.js';
 export {
+  type ChildResult,
+  type CrashCaseOptions,
+  type CrashDriver,
+  type CrashFiles,
+  type CrashPoint,
+  type ResumedOutcome,
+  runChild,
+  runCrashCases,
+} from './crash-cases.js';
+export type { ExpectLike, ExpectMatchers } from './expect.js';
+export {
   countEffects,
   newScenarioFiles,
   type RunWorkersOptions,
@@ -15,10 +26,14 @@ export {
   type WorkerReport,
   type WorkerScenario,
 } from './processes.js';
+export {
+  type RepeatCallResult,
+  type RepeatCaseOptions,
+  type RepeatDriver,
+  runRepeatCases,
+} from './repeat-cases.js';
 export { type MissingService, SERVICE_SKIP_LOG_ENV, serviceAvailable } from './service.js';
 export {
-  type ExpectLike,
-  type ExpectMatchers,
   runStoreConformance,
   type StoreConformanceOptions,
 } from './store-conformance.js';

@@ -14,25 +14,11 @@ import {
 } from '@idempotent-tools/core';
 import { createTestClock, sleep, type TestClock } from './clock.js';
 import { defineSecurityTests } from './conformance-security.js';
+import type { ExpectLike } from './expect.js';
 import { inWindow, type Window } from './timing.js';
 import { uniqueKey } from './unique-key.js';
 
 /** The matchers the suite uses. Vitest's and Jest's `expect(...)` results both fit. */
-export interface ExpectMatchers {
-  toBe(expected: unknown): void;
-  toEqual(expected: unknown): void;
-  toBeUndefined(): void;
-  toBeDefined(): void;
-  toBeGreaterThan(expected: number): void;
-  toBeGreaterThanOrEqual(expected: number): void;
-  toBeLessThan(expected: number): void;
-  toBeLessThanOrEqual(expected: number): void;
-  toContain(expected: unknown): void;
-}
-
-/** The `expect` the suite needs: Vitest's and Jest's both fit. */
-export type ExpectLike = (actual: unknown) => ExpectMatchers;
-
 export interface StoreConformanceOptions<S extends IdempotencyStore = IdempotencyStore> {
   /** Label of the outer `describe`, e.g. `'redis store'`. */
   name: string;

@@ -9,7 +9,7 @@ import {
   type RecordMeta,
 } from '@idempotent-tools/core';
 import fc from 'fast-check';
-import type { ExpectLike } from './store-conformance.js';
+import type { ExpectLike } from './expect.js';
 
 export interface StoreFuzzOptions<S extends IdempotencyStore = IdempotencyStore> {
   /** Label of the outer `describe`, e.g. `'redis store'`. */

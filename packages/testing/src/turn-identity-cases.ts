@@ -1,5 +1,5 @@
 import { ConfigurationError } from '@idempotent-tools/core';
-import type { ExpectLike } from './store-conformance.js';
+import type { ExpectLike } from './expect.js';
 
 /** How one user message is sent: the words, in one of the shapes the framework takes. */
 export interface SayOptions {

@@ -6,10 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ConfigurationError, InvalidInputError } from '../errors/index.js';
-import type { ExecutionContext, ToolPolicy } from '../executor.js';
+import type { ExecutionContext } from '../executor.js';
 import { errorForModel, markReplayed } from '../model-output.js';
-import { NotAnOutcome } from '../not-an-outcome.js';
-import type { Adapter } from './adapter.js';
 
 /** Fields of an `InvalidInputError` that the model's arguments caused (it can fix them). */
 const MODEL_FIELDS = new Set(['args', 'arguments', 'businessKey', 'name']);
@@ -187,61 +185,6 @@ export async function* relay<T>(
       wake = resolve;
     });
   }
-}
-
-/**
- * The outcome of one wrapped call, told apart: its output (marked, or a `NotAnOutcome`'s value),
- * the model's error text (bad input, an idempotency error), an error for the developer (nothing
- * ran), or the tool's own error (its claim released, so a retry runs again).
- */
-export type CallOutcome =
-  | { output: unknown }
-  | { text: string }
-  | { developer: unknown }
-  | { error: unknown };
-
-/** `runCall` with its outcome told apart (see `CallOutcome`). */
-export async function settleCall(
-  adapter: Adapter<never>,
-  call: Parameters<typeof runCall>[1],
-  fn: (args: unknown, context: ExecutionContext) => unknown,
-  mark: (value: unknown, replayed: boolean) => unknown = (value, replayed) =>
-    markOutput(value, replayed, adapter.markFresh),
-): Promise<CallOutcome> {
-  try {
-    const policy = adapter.policy(call.toolName) as ToolPolicy<unknown, unknown> | undefined;
-    const { value, replayed } = await adapter.executor.run(call, fn, policy);
-    return { output: mark(value, replayed) };
-  } catch (error) {
-    if (NotAnOutcome.isInstance(error)) return { output: error.value };
-    const audience = audienceOf(error);
-    if (audience === 'model') return { text: errorText(error) as string };
-    return audience === 'developer' ? { developer: error } : { error };
-  }
-}
-
-/**
- * One wrapped call: `executor.run`, the value marked (`mark`, default `markOutput`), a value
- * handed back as `NotAnOutcome` passed on, idempotency errors for the model as their text.
- * Developer errors and the tool's own come back as `{ error }` for the adapter to throw as its
- * framework does.
- */
-export async function runCall(
-  adapter: Adapter<never>,
-  call: {
-    toolName: string;
-    turnId?: string | undefined;
-    scope?: string | undefined;
-    args: unknown;
-  },
-  fn: (args: unknown, context: ExecutionContext) => unknown,
-  mark?: (value: unknown, replayed: boolean) => unknown,
-): Promise<{ output: unknown } | { error: unknown; developer: boolean }> {
-  const settled = await settleCall(adapter, call, fn, mark);
-  if ('text' in settled) return { output: settled.text };
-  if ('developer' in settled) return { error: settled.developer, developer: true };
-  if ('error' in settled) return { error: settled.error, developer: false };
-  return settled;
 }
 
 /** The context of a tool that runs unwrapped (excluded, unsafe): a new key per call. */

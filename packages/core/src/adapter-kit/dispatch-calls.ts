@@ -16,7 +16,8 @@ import type { ExecutorOptions } from '../executor-options.js';
 import { withRetryNote } from '../model-output.js';
 import { type Adapter, type AdapterOptions, type AdapterSpec, createAdapter } from './adapter.js';
 import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';
-import { errorText, runCall, unwrappedContext } from './calls.js';
+import { errorText, unwrappedContext } from './calls.js';
+import { runCall } from './pipeline.js';
 import {
   keyArgs,
   repeatClash,

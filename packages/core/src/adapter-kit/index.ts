@@ -23,7 +23,6 @@ export {
 } from './arguments.js';
 export {
   audienceOf,
-  type CallOutcome,
   type ContextRegistry,
   createContextRegistry,
   createEscapes,
@@ -38,8 +37,6 @@ export {
   mergeSignals,
   relay,
   replayMarkBlock,
-  runCall,
-  settleCall,
   unwrappedContext,
 } from './calls.js';
 export {
@@ -57,6 +54,23 @@ export {
   type ToolErrorOutputOption,
   type ToolHandler,
 } from './dispatch-calls.js';
+export {
+  type CallInput,
+  type CallOutcome,
+  type Prepared,
+  type PreparedCall,
+  prepareCall,
+  runCall,
+  runPipeline,
+  runPrepared,
+  settleCall,
+} from './pipeline.js';
+export {
+  presentTool,
+  type StandardJsonSchema,
+  type StandardSchemaOptions,
+  type ToolPresentation,
+} from './presentation.js';
 export {
   DEFAULT_REPEAT_ARGUMENT,
   keyArgs,

@@ -3,7 +3,7 @@ import { ConfigurationError } from '../errors/index.js';
 import { createMemoryStore } from '../memory-store.js';
 import { NotAnOutcome } from '../not-an-outcome.js';
 import { createAdapter } from './adapter.js';
-import { runCall } from './calls.js';
+import { runCall } from './pipeline.js';
 import { runToolCall } from './tool-call.js';
 
 type Info = { toolName: string; args: unknown; turn: string | undefined };

@@ -1,9 +1,9 @@
 /** One call of a wrapped tool that its framework runs itself (a tool runner, a tool's `run`). */
-import type { ExecutionContext, ToolPolicy } from '../executor.js';
-import { type Adapter, callOf } from './adapter.js';
-import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';
-import { audienceOf, type CallOutcome, errorText, settleCall } from './calls.js';
-import { keyArgs } from './repeats.js';
+import type { ExecutionContext } from '../executor.js';
+import type { Adapter } from './adapter.js';
+import type { StandardSchema, ValidateFunction } from './arguments.js';
+import type { CallOutcome } from './pipeline.js';
+import { runPipeline } from './pipeline.js';
 
 export interface ToolCall<Info> {
   toolName: string;
@@ -17,34 +17,15 @@ export interface ToolCall<Info> {
   mark?: (value: unknown, replayed: boolean) => unknown;
 }
 
-/**
- * The model's arguments checked (`parseArguments`), the call identified (`callOf`) and run
- * (`settleCall`): bad input and an identity error for the model come back as the model's text,
- * an identity error for the developer as `developer` (nothing ran in either case). For a
- * repeatable tool the repeat argument is taken out first: part of the key, never of the args
- * `execute` and `info` get.
- */
-export async function runToolCall<Info>(
+/** `runPipeline` in the shape of a tool call: prepared, run, one outcome (see `pipeline.ts`). */
+export function runToolCall<Info>(
   adapter: Adapter<Info>,
   call: ToolCall<Info>,
 ): Promise<CallOutcome> {
-  const { toolName } = call;
-  const repeats = adapter.repeats(toolName);
-  const parsed = await parseArguments(toolName, call.arguments, call.schema, repeats);
-  if ('error' in parsed) return { text: parsed.error };
-  const { args, repeat = 1 } = parsed;
-  const key = repeats === undefined ? args : keyArgs(args, repeat, repeats);
-  let identified: ReturnType<typeof callOf>;
-  try {
-    const policy = adapter.policy(toolName) as ToolPolicy | undefined;
-    identified = callOf(adapter, call.info(args), toolName, key, policy);
-  } catch (error) {
-    if (audienceOf(error) === 'developer') return { developer: error };
-    return { text: errorText(error) ?? String(error) };
-  }
-  const execute =
-    repeats === undefined
-      ? call.execute
-      : (_: unknown, ctx: ExecutionContext) => call.execute(args, ctx);
-  return settleCall(adapter as Adapter<never>, identified, execute, call.mark);
+  return runPipeline(
+    adapter,
+    { toolName: call.toolName, input: call.arguments, schema: call.schema, info: call.info },
+    (args, context) => call.execute(args, context),
+    call.mark,
+  );
 }

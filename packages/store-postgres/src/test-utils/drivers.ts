@@ -6,7 +6,8 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
-import type { DriverName, PostgresClient } from '../driver.js';
+import type { DriverName } from '../driver.js';
+import type { PostgresClient } from '../resolve-driver.js';
 import { DATABASE_URL, testPool, uniqueName } from './pg.js';
 
 export interface OpenedClient {

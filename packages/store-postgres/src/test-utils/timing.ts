@@ -6,7 +6,7 @@
 import { TIMER_SLACK_MS, waitFor } from '@idempotent-tools/testing';
 import { expect } from 'vitest';
 import type { PgQueryResult } from '../change-listener.js';
-import { detectDriver } from '../driver.js';
+import { detectDriver } from '../resolve-driver.js';
 
 /** One statement sent through `query(config)`, and its reply. */
 export interface SentStatement {

@@ -1,0 +1,77 @@
+import { describe, expect, test } from 'vitest';
+import { ConfigurationError } from '../errors/index.js';
+import { createMemoryStore } from '../memory-store.js';
+import { createAdapter } from './adapter.js';
+import { prepareCall, runPipeline, runPrepared } from './pipeline.js';
+
+type Info = { chat?: string; args: unknown };
+
+function adapter(conversationId?: string) {
+  return createAdapter<Info>(
+    {
+      store: createMemoryStore(),
+      conversationId: (info) => info.chat ?? conversationId,
+      policies: { send: { repeatable: true } },
+    },
+    {
+      caller: 'test',
+      toolNames: ['send', 'charge'],
+      repeatable: true,
+      howTo: 'conversationId',
+      transcript: () => [{ role: 'user', content: 'Send it.' }],
+    },
+  );
+}
+
+describe('prepareCall / runPrepared: one pipeline, one outcome', () => {
+  test('bad arguments: the model text, nothing prepared; no identity: a developer error', async () => {
+    const a = adapter();
+    const bad = await prepareCall(a, {
+      toolName: 'charge',
+      input: '{nope',
+      info: (args) => ({ args }),
+    });
+    expect(bad).toMatchObject({ text: expect.stringMatching(/not valid JSON/) });
+    const unknown = await prepareCall(a, {
+      toolName: 'charge',
+      input: {},
+      info: (args) => ({ args }),
+    });
+    expect('developer' in unknown && ConfigurationError.isInstance(unknown.developer)).toBe(true);
+  });
+
+  test('the repeat argument: out of the tool args, into the key from 2 up; a retry of repeat 2 replays it', async () => {
+    const a = adapter('chat-1');
+    const sent: unknown[] = [];
+    const send = (input: unknown) =>
+      runPipeline(a, { toolName: 'send', input, info: (args) => ({ args }) }, async (args) => {
+        sent.push(args);
+        return { n: sent.length };
+      });
+    expect(await send({ to: 'ann' })).toEqual({ output: { n: 1 } });
+    expect(await send({ to: 'ann', repeat: 1 })).toEqual({ output: { n: 1, replayed: true } });
+    expect(await send({ to: 'ann', repeat: 2 })).toEqual({ output: { n: 2 } });
+    expect(await send({ to: 'ann', repeat: 2 })).toEqual({ output: { n: 2, replayed: true } });
+    expect(sent).toEqual([{ to: 'ann' }, { to: 'ann' }]);
+    expect(await send({ to: 'ann', repeat: 'twice' })).toMatchObject({
+      text: expect.stringMatching(/whole number/),
+    });
+  });
+
+  test("runPrepared: the tool's own error apart from the model's text", async () => {
+    const a = adapter('chat-1');
+    const prepared = await prepareCall(a, {
+      toolName: 'charge',
+      input: { amount: 5 },
+      info: (args) => ({ args }),
+    });
+    if (!('prepared' in prepared)) throw new Error('not prepared');
+    expect(prepared.prepared.args).toEqual({ amount: 5 });
+    const boom = new Error('card declined');
+    expect(
+      await runPrepared(a, prepared.prepared, () => {
+        throw boom;
+      }),
+    ).toEqual({ error: boom });
+  });
+});
