@@ -7,6 +7,10 @@ export {
 } from './approval-cases.js';
 export { createTestClock, sleep, type TestClock, type TestClockOptions } from './clock.js';
 export {
+  runStoreConformance,
+  type StoreConformanceOptions,
+} from './conformance/index.js';
+export {
   type ChildResult,
   type CrashCaseOptions,
   type CrashDriver,
@@ -33,10 +37,6 @@ export {
   runRepeatCases,
 } from './repeat-cases.js';
 export { type MissingService, SERVICE_SKIP_LOG_ENV, serviceAvailable } from './service.js';
-export {
-  runStoreConformance,
-  type StoreConformanceOptions,
-} from './store-conformance.js';
 export { runStoreFuzz, type StoreFuzzOptions } from './store-fuzz.js';
 export { inWindow, TIMER_SLACK_MS, WINDOW_FACTORS, type Window, waitFor } from './timing.js';
 export {

@@ -1,37 +1,13 @@
-/**
- * The executor-level security part of the conformance suite: scope isolation, encryption at rest
- * and result limits, run through `createIdempotency` on the store under test. Registered by
- * `runStoreConformance`; every store gets them.
- */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import {
   type Call,
   canonicalize,
   createIdempotency,
   type IdempotencyStore,
-  PersistFailedError,
-  RecordIntegrityError,
-  ReplayedFailureError,
 } from '@idempotent-tools/core';
-import type { ExpectLike } from './expect.js';
-
-/** @internal */
-export interface SecurityTestContext<S extends IdempotencyStore> {
-  describe: (name: string, fn: () => void) => void;
-  define: (name: string, body: (ctx: { store: S }) => Promise<void>) => void;
-  expect: ExpectLike;
-}
+import type { ConformanceContext } from './types.js';
 
 type CallParts = Pick<Call, 'toolName' | 'turnId' | 'scope'>;
-
-async function errorOf(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 /** The canonical parts array a turn-keyed call is hashed from (what a crafted value may imitate). */
 function partsJson(call: CallParts, fingerprint: string): string {
@@ -46,23 +22,14 @@ function partsJson(call: CallParts, fingerprint: string): string {
   ]);
 }
 
-/** @internal */
-export function defineSecurityTests<S extends IdempotencyStore>(ctx: SecurityTestContext<S>): void {
+/**
+ * The executor on the store under test keeps scopes apart: one tool call under several scopes,
+ * crafted values that try to collide, business keys, concurrent calls.
+ */
+export function defineExecutorScopeIsolationTests<S extends IdempotencyStore>(
+  ctx: ConformanceContext<S>,
+): void {
   const { describe, define, expect } = ctx;
-
-  /** Write a finished record under `key` through the store API, as an attacker with write access could. */
-  const plant = async (
-    store: S,
-    key: string,
-    fingerprint: string,
-    outcome: string,
-    state: 'completed' | 'failed' = 'completed',
-  ) => {
-    const token = randomUUID();
-    const claim = await store.claim({ key, fingerprint, token, leaseMs: 60_000, ttlMs: 120_000 });
-    expect(claim.status).toBe('acquired');
-    expect(await store.complete({ key, token, state, outcome, ttlMs: 120_000 })).toBe(true);
-  };
 
   /**
    * Run every call once (each must execute, with a key of its own), then again (each must replay
@@ -217,118 +184,6 @@ export function defineSecurityTests<S extends IdempotencyStore>(ctx: SecurityTes
         for (const scope of scopes) expect(runs.get(scope)).toBe(1);
         for (const [i, result] of results.entries()) {
           expect(result.value).toBe(scopes[Math.floor(i / 5)]);
-        }
-      },
-    );
-  });
-
-  describe('executor: encryption at rest', () => {
-    const k1 = randomBytes(32);
-    const k2 = randomBytes(32);
-
-    define(
-      'outcomes are stored sealed and replay byte-exact, also after a key rotation',
-      async ({ store }) => {
-        const value = {
-          card: '4242 4242 4242 4242',
-          text: "'; DROP TABLE x; -- \r\n*1\r\n$4\r\nPING\r\n \u0000 \ud800 é 👩🏽‍💻",
-        };
-        const call = { toolName: 'charge', turnId: `turn-${randomUUID()}`, args: { amount: 1 } };
-        const before = createIdempotency({ store, encryption: { keys: { k1 }, current: 'k1' } });
-        const first = await before.run(call, async () => value);
-        const record = await store.get(first.key);
-        expect(record?.outcome?.startsWith('enc:v1:k1:')).toBe(true);
-        expect(record?.outcome?.includes('4242')).toBe(false);
-
-        const rotated = createIdempotency({
-          store,
-          encryption: { keys: { k2, k1 }, current: 'k2' },
-        });
-        let runs = 0;
-        const replay = await rotated.run(call, async () => ++runs);
-        expect(replay.replayed).toBe(true);
-        expect(JSON.stringify(replay.value)).toBe(JSON.stringify(value));
-        const fresh = await rotated.run({ ...call, turnId: `${call.turnId}-2` }, async () => value);
-        expect((await store.get(fresh.key))?.outcome?.startsWith('enc:v1:k2:')).toBe(true);
-
-        const retired = createIdempotency({ store, encryption: { keys: { k2 }, current: 'k2' } });
-        const error = await errorOf(retired.run(call, async () => ++runs));
-        expect(RecordIntegrityError.isInstance(error)).toBe(true);
-        expect((error as RecordIntegrityError).reason).toBe('unknown_key');
-        expect(runs).toBe(0);
-      },
-    );
-
-    define(
-      'an outcome copied under another key, tampered or planted in plain text is refused, and nothing runs',
-      async ({ store }) => {
-        const idempotency = createIdempotency({
-          store,
-          encryption: { keys: { k1 }, current: 'k1' },
-        });
-        const turn = `turn-${randomUUID()}`;
-        const call = (suffix: string) => ({
-          toolName: 'transfer',
-          turnId: `${turn}-${suffix}`,
-          args: { to: 'alice' },
-        });
-        const source = await idempotency.run(call('source'), async () => ({ ok: true }));
-        const sealed = (await store.get(source.key))?.outcome ?? '';
-        const parts = sealed.split(':');
-        const ct = parts[5] ?? '';
-        parts[5] = `${ct[0] === 'A' ? 'B' : 'A'}${ct.slice(1)}`;
-        const cases: Array<[string, string, 'completed' | 'failed', string]> = [
-          ['copied', sealed, 'completed', 'tampered'],
-          ['relabelled failed', sealed, 'failed', 'tampered'],
-          ['bit flip', parts.join(':'), 'completed', 'tampered'],
-          ['garbage', 'enc:v1:k1:not-an-envelope', 'completed', 'corrupt'],
-          ['plain text', '{"v":{"ok":"planted"}}', 'completed', 'unencrypted'],
-        ];
-        let runs = 0;
-        for (const [label, outcome, state, reason] of cases) {
-          const target = call(label);
-          const { key, fingerprint } = idempotency.keyOf(target);
-          await plant(store, key, fingerprint, outcome, state);
-          const error = await errorOf(idempotency.run(target, async () => ++runs));
-          expect(RecordIntegrityError.isInstance(error)).toBe(true);
-          expect((error as RecordIntegrityError).reason).toBe(reason);
-        }
-        expect(runs).toBe(0);
-        // The source record is untouched.
-        const replay = await idempotency.run(call('source'), async () => ++runs);
-        expect(JSON.stringify(replay.value)).toBe('{"ok":true}');
-      },
-    );
-  });
-
-  describe('executor: result limits', () => {
-    define(
-      'an oversized or non-JSON result fails the call, is stored as failed (not left in progress), and a retry replays the failure at once without running',
-      async ({ store }) => {
-        const idempotency = createIdempotency({ store, maxResultBytes: 1024 });
-        const turn = `turn-${randomUUID()}`;
-        const results: Array<[string, () => unknown]> = [
-          ['oversized', () => ({ blob: 'x'.repeat(2048) })],
-          ['not JSON', () => ({ amount: 10n })],
-        ];
-        for (const [label, make] of results) {
-          const call = { toolName: 'export', turnId: `${turn}-${label}`, args: {} };
-          let runs = 0;
-          const fn = async () => {
-            runs++;
-            return make();
-          };
-          const error = await errorOf(idempotency.run(call, fn));
-          expect(PersistFailedError.isInstance(error)).toBe(true);
-          expect((error as PersistFailedError).reason).toBe('invalid_result');
-          const record = await store.get(idempotency.keyOf(call).key);
-          expect(record?.state).toBe('failed');
-          const started = performance.now();
-          const retry = await errorOf(idempotency.run(call, fn));
-          expect(performance.now() - started).toBeLessThan(5_000);
-          expect(ReplayedFailureError.isInstance(retry)).toBe(true);
-          expect((retry as ReplayedFailureError).originalCode).toBe('invalid_result');
-          expect(runs).toBe(1);
         }
       },
     );

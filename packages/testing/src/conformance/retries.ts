@@ -1,0 +1,254 @@
+import { randomUUID } from 'node:crypto';
+import type { IdempotencyStore } from '@idempotent-tools/core';
+import { AWKWARD_OUTCOMES, bigOutcome, FP_B, LONG_LEASE, LONG_TTL } from './shared.js';
+import type { ConformanceContext } from './types.js';
+
+/** Every operation may be sent again (its reply was lost) and means what it meant at first. */
+export function defineRetryTests<S extends IdempotencyStore>(ctx: ConformanceContext<S>): void {
+  const {
+    describe,
+    expect,
+    define,
+    defineTimed,
+    options,
+    ms,
+    LEASE,
+    concurrency,
+    key,
+    claimInput,
+    expectStatus,
+    acquire,
+    mustGet,
+    complete,
+  } = ctx;
+
+  describe('retries: every operation may be sent again (its reply was lost)', () => {
+    define(
+      'a claim sent again with its own token answers acquired, with the record as stored, and changes nothing',
+      async ({ store }) => {
+        const k = key();
+        const meta = { toolName: 'charge', scope: 's', turnId: 't' };
+        const owner = claimInput(k, { meta });
+        const initial = await options.raw?.count(store);
+        const first = await acquire(store, owner);
+        const stored = await mustGet(store, k);
+        for (let i = 0; i < 3; i++) {
+          const again = expectStatus(await store.claim(owner), 'acquired');
+          expect(again.token).toBe(owner.token);
+          expect(again.record).toEqual(stored);
+        }
+        expect(first).toEqual(stored);
+        expect(await mustGet(store, k)).toEqual(stored);
+        const counted = await options.raw?.count(store);
+        if (initial !== undefined && counted !== undefined) expect(counted).toBe(initial + 1);
+        // Nobody else is let in: another attempt still sees the owner running.
+        const other = expectStatus(await store.claim(claimInput(k)), 'in_progress');
+        expect(other.record.token).toBe(owner.token);
+        // The owner goes on as after its first claim.
+        await complete(store, k, owner.token, 'completed', '"once"');
+        const replay = expectStatus(await store.claim(owner), 'completed');
+        expect(replay.record.outcome).toBe('"once"');
+      },
+    );
+
+    define(
+      'a claim sent again with its own token meets a finished record: completed; with another fingerprint: drift',
+      async ({ store }) => {
+        const base = key();
+        for (const state of ['completed', 'failed'] as const) {
+          const k = `${base}-${state}`;
+          const owner = claimInput(k);
+          await acquire(store, owner);
+          await complete(store, k, owner.token, state, `"${state}"`);
+          const before = await mustGet(store, k);
+          const result = expectStatus(await store.claim(owner), 'completed');
+          expect(result.record).toEqual(before);
+          expectStatus(await store.claim({ ...owner, fingerprint: FP_B }), 'drift');
+          expect(await mustGet(store, k)).toEqual(before);
+        }
+        const k = `${base}-running`;
+        const owner = claimInput(k);
+        await acquire(store, owner);
+        const before = await mustGet(store, k);
+        const drift = expectStatus(await store.claim({ ...owner, fingerprint: FP_B }), 'drift');
+        expect(drift.record).toEqual(before);
+        expect(await mustGet(store, k)).toEqual(before);
+      },
+    );
+
+    defineTimed(
+      'a claim sent again with its own token after its lease ran out acquires with a renewed lease: the old lease can no longer be taken over',
+      async ({ store, clock, t }) => {
+        const lease = t.ms(100);
+        const k = key();
+        const owner = claimInput(k, { leaseMs: lease, ttlMs: LONG_TTL });
+        const original = await acquire(store, owner);
+        await clock.advance(t.ms(150));
+        expectStatus(await store.claim(claimInput(k)), 'stale');
+        const reclaimedAt = clock.now();
+        const again = expectStatus(await store.claim(owner), 'acquired');
+        const taken = await store.takeover({
+          key: k,
+          staleToken: owner.token,
+          token: randomUUID(),
+          leaseMs: LONG_LEASE,
+          ttlMs: LONG_TTL,
+        });
+        const other = await store.claim(claimInput(k));
+        t.within(reclaimedAt, lease);
+        expect(again.token).toBe(owner.token);
+        expect(again.record.token).toBe(owner.token);
+        expect(again.record.state).toBe('in_progress');
+        expect(again.record.createdAt).toBe(original.createdAt);
+        expect(again.record.leaseExpiresAt).toBeGreaterThan(original.leaseExpiresAt);
+        expect(again.record.expiresAt).toBeGreaterThanOrEqual(again.record.leaseExpiresAt);
+        expect(await mustGet(store, k)).toEqual(again.record);
+        expect(taken).toBe(false);
+        expect(expectStatus(other, 'in_progress').record.token).toBe(owner.token);
+      },
+    );
+
+    define(
+      'concurrent own-token claim and takeover of a stale record: exactly one wins',
+      async ({ store, clock }) => {
+        const base = key();
+        const owners = Array.from({ length: Math.min(concurrency, 20) }, (_, i) =>
+          claimInput(`${base}-${i}`, { leaseMs: LEASE, ttlMs: LONG_TTL }),
+        );
+        for (const input of owners) await acquire(store, input);
+        await clock.advance(ms(150));
+        const takers = owners.map(() => randomUUID());
+        const races = await Promise.all(
+          owners.map((input, i) =>
+            Promise.all([
+              store.claim({ ...input, leaseMs: LONG_LEASE }),
+              store.takeover({
+                key: input.key,
+                staleToken: input.token,
+                token: takers[i]!,
+                leaseMs: LONG_LEASE,
+                ttlMs: LONG_TTL,
+              }),
+            ]),
+          ),
+        );
+        for (const [i, [claimed, taken]] of races.entries()) {
+          expect(Number(claimed.status === 'acquired') + Number(taken)).toBe(1);
+          const record = await mustGet(store, owners[i]!.key);
+          expect(record.token).toBe(taken ? takers[i] : owners[i]!.token);
+          // Lost to the takeover: the claim saw the new owner, or (its own record, a moment
+          // before) a stale lease it could not renew; never acquired.
+          if (taken) expect(['in_progress', 'stale']).toContain(claimed.status);
+          expectStatus(await store.claim(claimInput(owners[i]!.key)), 'in_progress');
+        }
+      },
+    );
+
+    define(
+      'complete sent again with the same token, state and outcome returns true and changes nothing',
+      async ({ store }) => {
+        const base = key();
+        for (const [i, outcome] of ['"done"', AWKWARD_OUTCOMES[2]!, bigOutcome(), ''].entries()) {
+          for (const state of ['completed', 'failed'] as const) {
+            const k = `${base}-${state}-${i}`;
+            const owner = claimInput(k);
+            await acquire(store, owner);
+            const input = { key: k, token: owner.token, state, outcome, ttlMs: LONG_TTL };
+            expect(await store.complete(input)).toBe(true);
+            const before = await mustGet(store, k);
+            expect(await store.complete(input)).toBe(true);
+            expect(await store.complete({ ...input, ttlMs: LONG_TTL * 2 })).toBe(true);
+            expect(await mustGet(store, k)).toEqual(before);
+            // Not by another token, not with another state or outcome.
+            expect(await store.complete({ ...input, token: randomUUID() })).toBe(false);
+            const other = state === 'completed' ? 'failed' : 'completed';
+            expect(await store.complete({ ...input, state: other })).toBe(false);
+            expect(await store.complete({ ...input, outcome: `${outcome}x` })).toBe(false);
+            expect(await mustGet(store, k)).toEqual(before);
+            const replay = expectStatus(await store.claim(claimInput(k)), 'completed');
+            expect(replay.record.outcome).toBe(outcome);
+          }
+        }
+      },
+    );
+
+    define(
+      'complete sent again by the owner after another attempt took over and finished returns false',
+      async ({ store, clock }) => {
+        const k = key();
+        const owner = claimInput(k, { leaseMs: LEASE });
+        await acquire(store, owner);
+        await clock.advance(ms(150));
+        const token = randomUUID();
+        expect(
+          await store.takeover({
+            key: k,
+            staleToken: owner.token,
+            token,
+            leaseMs: LONG_LEASE,
+            ttlMs: LONG_TTL,
+          }),
+        ).toBe(true);
+        await complete(store, k, token, 'completed', '"same"');
+        const before = await mustGet(store, k);
+        expect(
+          await store.complete({
+            key: k,
+            token: owner.token,
+            state: 'completed',
+            outcome: '"same"',
+            ttlMs: LONG_TTL,
+          }),
+        ).toBe(false);
+        expect(await mustGet(store, k)).toEqual(before);
+      },
+    );
+
+    define(
+      'takeover sent again by the new owner returns true and changes nothing; by anyone else false',
+      async ({ store, clock }) => {
+        const k = key();
+        const owner = claimInput(k, { leaseMs: LEASE });
+        await acquire(store, owner);
+        await clock.advance(ms(150));
+        const input = {
+          key: k,
+          staleToken: owner.token,
+          token: randomUUID(),
+          leaseMs: LONG_LEASE,
+          ttlMs: LONG_TTL,
+        };
+        expect(await store.takeover(input)).toBe(true);
+        const before = await mustGet(store, k);
+        expect(await store.takeover(input)).toBe(true);
+        expect(await store.takeover({ ...input, leaseMs: LONG_LEASE * 2 })).toBe(true);
+        expect(await mustGet(store, k)).toEqual(before);
+        expect(await store.takeover({ ...input, token: randomUUID() })).toBe(false);
+        expect(await mustGet(store, k)).toEqual(before);
+        // Once the new owner finished, a late copy of its takeover changes nothing.
+        await complete(store, k, input.token, 'completed', '"taken"');
+        const finished = await mustGet(store, k);
+        expect(await store.takeover(input)).toBe(false);
+        expect(await mustGet(store, k)).toEqual(finished);
+      },
+    );
+
+    define(
+      'renew sent again by the owner returns true; release sent again returns false (it cannot be told from a release that lost)',
+      async ({ store }) => {
+        const k = key();
+        const owner = claimInput(k);
+        await acquire(store, owner);
+        expect(await store.renew(k, owner.token, LONG_LEASE)).toBe(true);
+        expect(await store.renew(k, owner.token, LONG_LEASE)).toBe(true);
+        expectStatus(await store.claim(claimInput(k)), 'in_progress');
+        expect(await store.release(k, owner.token)).toBe(true);
+        expect(await store.release(k, owner.token)).toBe(false);
+        expect(await store.get(k)).toBeUndefined();
+        // A claim sent again after the release is a new claim: it acquires a new record.
+        const again = await acquire(store, owner);
+        expect(again.token).toBe(owner.token);
+      },
+    );
+  });
+}

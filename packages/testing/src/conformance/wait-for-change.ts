@@ -1,0 +1,98 @@
+import type { IdempotencyStore } from '@idempotent-tools/core';
+import { sleep } from '../clock.js';
+import { SETTLED, watch } from './shared.js';
+import type { ConformanceContext } from './types.js';
+
+/** `waitForChange` (optional) wakes on complete and release, times out, aborts, survives close. */
+export function defineWaitForChangeTests<S extends IdempotencyStore>(
+  ctx: ConformanceContext<S>,
+): void {
+  const { describe, expect, define, ms, key, claimInput, acquire, complete } = ctx;
+
+  describe('waitForChange', () => {
+    // Long waits: resolving before the timeout proves a push woke the waiter, on any machine.
+    const WAIT = ms(20_000);
+
+    define('waitForChange (when present) resolves promptly after complete', async ({ store }) => {
+      if (store.waitForChange === undefined) return;
+      const k = key();
+      const owner = claimInput(k);
+      await acquire(store, owner);
+      const waiting = watch(store.waitForChange(k, WAIT));
+      await sleep(ms(50));
+      expect(waiting.state()).toBe('pending');
+      const changedAt = performance.now();
+      await complete(store, k, owner.token);
+      expect(await waiting.settle(WAIT / 2)).toBe('resolved');
+      expect(performance.now() - changedAt).toBeLessThan(WAIT / 2);
+    });
+
+    define('waitForChange (when present) resolves promptly after release', async ({ store }) => {
+      if (store.waitForChange === undefined) return;
+      const k = key();
+      const owner = claimInput(k);
+      await acquire(store, owner);
+      const waiting = watch(store.waitForChange(k, WAIT));
+      await sleep(ms(50));
+      expect(waiting.state()).toBe('pending');
+      const changedAt = performance.now();
+      expect(await store.release(k, owner.token)).toBe(true);
+      expect(await waiting.settle(WAIT / 2)).toBe('resolved');
+      expect(performance.now() - changedAt).toBeLessThan(WAIT / 2);
+    });
+
+    define(
+      'waitForChange (when present) resolves after its timeout when nothing happens',
+      async ({ store }) => {
+        if (store.waitForChange === undefined) return;
+        const k = key();
+        await acquire(store, claimInput(k));
+        const timeout = ms(100);
+        for (const target of [k, key('missing')]) {
+          const start = performance.now();
+          const waiting = watch(store.waitForChange(target, timeout));
+          expect(await waiting.settle(timeout + ms(10_000))).toBe('resolved');
+          const elapsed = performance.now() - start;
+          expect(elapsed).toBeGreaterThanOrEqual(timeout * 0.8);
+        }
+      },
+    );
+
+    define(
+      'waitForChange (when present) resolves at once when its signal aborts and keeps no timer',
+      async ({ store }) => {
+        if (store.waitForChange === undefined) return;
+        const k = key();
+        await acquire(store, claimInput(k));
+        const timers = () =>
+          process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+        const before = timers();
+        const cancel = new AbortController();
+        const waits = Array.from({ length: 200 }, () =>
+          watch(store.waitForChange!(k, ms(60_000), cancel.signal)),
+        );
+        await sleep(ms(20));
+        cancel.abort();
+        for (const wait of waits) expect(await wait.settle(ms(5_000))).toBe('resolved');
+        // 200 waits that left their timers would leave 200 (or more) behind.
+        expect(timers() - before).toBeLessThan(20);
+        // An already aborted signal: resolved without waiting.
+        const late = watch(store.waitForChange(k, ms(60_000), cancel.signal));
+        expect(await late.settle(ms(5_000))).toBe('resolved');
+      },
+    );
+
+    define('waitForChange (when present) does not hang after close', async ({ store }) => {
+      if (store.waitForChange === undefined || store.close === undefined) return;
+      const k = key();
+      await acquire(store, claimInput(k));
+      const pending = watch(store.waitForChange(k, ms(10_000)));
+      await sleep(ms(20));
+      await store.close();
+      expect(SETTLED).toContain(await pending.settle(ms(5_000)));
+      // A wait that starts after close does not hang either.
+      const late = watch(store.waitForChange(k, ms(50)));
+      expect(SETTLED).toContain(await late.settle(ms(5_000)));
+    });
+  });
+}
