@@ -231,9 +231,7 @@ export function analyze(input: AnalysisInput): RunResult {
   const overlaps = (e: ChaosEvent, from: number, to: number) =>
     e.from <= to && (e.to ?? Number.POSITIVE_INFINITY) >= from;
   const stopsOf = (pid: number) =>
-    (byPid.get(String(pid)) ?? []).filter(
-      (e) => e.type === 'stop' || e.type === 'targeted-freeze',
-    );
+    (byPid.get(String(pid)) ?? []).filter((e) => e.type === 'stop' || e.type === 'targeted-freeze');
   const storeFaults = input.events.filter(
     (e) =>
       e.type === 'outage' ||
@@ -333,7 +331,8 @@ export function analyze(input: AnalysisInput): RunResult {
   };
 
   for (const k of input.keys) {
-    const counts = (perConfig[k.config] ??= zero());
+    const counts = perConfig[k.config] ?? zero();
+    perConfig[k.config] = counts;
     counts.keys++;
     counts.calls += k.told.length;
     const found = (kind: AnomalyKind, detail: string) => {
@@ -356,7 +355,8 @@ export function analyze(input: AnalysisInput): RunResult {
       );
       if (midRequest && vendorOf(k.config) === 'plain') {
         counts.frozenMidRequest++;
-        if (examples['frozen-mid-request'] === undefined) examples['frozen-mid-request'] = history(k);
+        if (examples['frozen-mid-request'] === undefined)
+          examples['frozen-mid-request'] = history(k);
       } else {
         found(
           'duplicate',
@@ -395,7 +395,10 @@ export function analyze(input: AnalysisInput): RunResult {
         break;
       }
       if (explain(k, c.at) === undefined) {
-        found('stuck', `${c.by} told outcome-unknown while nothing had happened to the key's holders`);
+        found(
+          'stuck',
+          `${c.by} told outcome-unknown while nothing had happened to the key's holders`,
+        );
         break;
       }
       counts.unknownAnswers++;
@@ -424,10 +427,14 @@ export function analyze(input: AnalysisInput): RunResult {
     // A lost result: an effect happened, and the last caller did not get it, nor does the record
     // hold it (outcome-unknown is the limit above, or stuck).
     const gotIt = c.ok && effectIds.has(c.id ?? '');
-    const holdsIt = k.final?.state === 'completed' && finalId !== undefined && effectIds.has(finalId);
+    const holdsIt =
+      k.final?.state === 'completed' && finalId !== undefined && effectIds.has(finalId);
     if (effects.length > 0 && !UNKNOWN.has(c.code ?? '') && !gotIt && !holdsIt) {
       const state = k.final === undefined ? 'no record' : `record ${k.final.state}`;
-      found('lost-result', `${effects.length} effect(s), ${state}, the checker: ${c.ok ? `${c.outcome} ${c.id ?? ''}` : c.code}`);
+      found(
+        'lost-result',
+        `${effects.length} effect(s), ${state}, the checker: ${c.ok ? `${c.outcome} ${c.id ?? ''}` : c.code}`,
+      );
     }
   }
 

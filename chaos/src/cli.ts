@@ -100,7 +100,8 @@ function parse(argv: string[]): Args {
     const whole = (min: number) => {
       const text = value();
       const n = Number(text);
-      if (!Number.isInteger(n) || n < min) usage(`--${name} must be a whole number >= ${min}, got ${text}.`);
+      if (!Number.isInteger(n) || n < min)
+        usage(`--${name} must be a whole number >= ${min}, got ${text}.`);
       return n;
     };
     if (name === 'help' || arg === '-h') usage('The fault checker (issue 26).');
@@ -149,7 +150,9 @@ function codeLabel(): string {
         stdio: ['ignore', 'pipe', 'ignore'],
       }).trim();
     const commit = git('rev-parse', '--short', 'HEAD');
-    return git('status', '--porcelain', '--', '.') !== '' ? `${commit} + uncommitted core changes` : commit;
+    return git('status', '--porcelain', '--', '.') !== ''
+      ? `${commit} + uncommitted core changes`
+      : commit;
   } catch {
     return 'unknown';
   }
@@ -191,7 +194,8 @@ export async function scheduleFor(
   return generateSchedule(options);
 }
 
-const repro = (file: string) => `pnpm chaos -- --schedule ${relative(process.cwd(), file)} --no-write`;
+const repro = (file: string) =>
+  `pnpm chaos -- --schedule ${relative(process.cwd(), file)} --no-write`;
 
 /** Shrink a failure, save the shrunk schedule, print what reproduces it. */
 async function reportFailure(
@@ -207,14 +211,21 @@ async function reportFailure(
   let shrunk = schedule;
   if (a.shrink) {
     console.log(`   shrinking (at most ${maxRuns} runs)...`);
-    const s = await shrink(schedule, result, { ...options, maxRuns, tries: 2, log: (l) => console.log(`   ${l}`) });
+    const s = await shrink(schedule, result, {
+      ...options,
+      maxRuns,
+      tries: 2,
+      log: (l) => console.log(`   ${l}`),
+    });
     shrunk = s.schedule;
   }
   const file = join(dir, `${base}.json`);
   saveSchedule(file, shrunk);
   const summary = describeSchedule(shrunk);
   const command = repro(file);
-  console.log(`   FAILED: seed ${schedule.seed} on ${targetName(schedule.target)}${schedule.mutation ? ` (mutation ${schedule.mutation})` : ''}`);
+  console.log(
+    `   FAILED: seed ${schedule.seed} on ${targetName(schedule.target)}${schedule.mutation ? ` (mutation ${schedule.mutation})` : ''}`,
+  );
   console.log(`   shrunk schedule: ${summary}`);
   console.log(`   re-run: ${command}`);
   return { file, summary, command };
@@ -228,7 +239,9 @@ async function main(): Promise<void> {
 
   if (a.schedule !== undefined) {
     const schedule = loadSchedule(a.schedule);
-    console.log(`== schedule ${a.schedule}: ${targetName(schedule.target)}, seed ${schedule.seed}${schedule.mutation ? `, mutation ${schedule.mutation}` : ''}; ${describeSchedule(schedule)}`);
+    console.log(
+      `== schedule ${a.schedule}: ${targetName(schedule.target)}, seed ${schedule.seed}${schedule.mutation ? `, mutation ${schedule.mutation}` : ''}; ${describeSchedule(schedule)}`,
+    );
     const result = await runSchedule({ ...runOptions, schedule });
     result.code = code;
     console.log(`\n${table([result])}\n\n${faultLines([result])}\n\n${details([result])}`);
@@ -243,14 +256,21 @@ async function main(): Promise<void> {
         console.log(`\n== ${targetName(target)}: skipped (${missing})`);
         continue;
       }
-      const schedule = await scheduleFor(target, { ...a, ...(a.mutation ? { mutation: a.mutation } : {}) });
-      console.log(`\n== ${targetName(target)}: seed ${a.seed}${a.mutation ? `, mutation ${a.mutation}` : ''}; ${describeSchedule(schedule)}`);
+      const schedule = await scheduleFor(target, {
+        ...a,
+        ...(a.mutation ? { mutation: a.mutation } : {}),
+      });
+      console.log(
+        `\n== ${targetName(target)}: seed ${a.seed}${a.mutation ? `, mutation ${a.mutation}` : ''}; ${describeSchedule(schedule)}`,
+      );
       const started = Date.now();
       const result = await runSchedule({ ...runOptions, schedule });
       result.code = code;
       result.schedule = describeSchedule(schedule);
       runs.push(result);
-      console.log(`   ${targetName(target)}: ${result.verdict} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+      console.log(
+        `   ${targetName(target)}: ${result.verdict} in ${((Date.now() - started) / 1000).toFixed(0)} s`,
+      );
       if (result.verdict === 'FAIL') {
         console.log(details([result]));
         await reportFailure(schedule, result, a, runOptions, 10);
@@ -288,7 +308,9 @@ async function main(): Promise<void> {
         const result = await runSchedule({ ...runOptions, schedule });
         row.runs++;
         row.seconds = (Date.now() - started) / 1000;
-        console.log(`   run ${row.runs} (seed ${seed}): ${result.verdict} ${result.failures.join('; ')}`);
+        console.log(
+          `   run ${row.runs} (seed ${seed}): ${result.verdict} ${result.failures.join('; ')}`,
+        );
         if (result.verdict === 'FAIL') {
           row = {
             ...row,

@@ -711,7 +711,12 @@ function startSqlite(target: Target, dir: string): Engine {
 
 function startPglite(target: Target, dir: string): Engine {
   const path = join(dir, 'pglite');
-  const config: StoreConfig = { kind: 'pglite', driver: target.driver, path, table: 'chaos_records' };
+  const config: StoreConfig = {
+    kind: 'pglite',
+    driver: target.driver,
+    path,
+    table: 'chaos_records',
+  };
   return {
     target,
     config,

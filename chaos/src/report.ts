@@ -116,7 +116,18 @@ export function faultLines(results: RunResult[]): string {
 
 export function mutationTable(rows: MutationRow[]): string {
   return render(
-    ['mutation', 'planted bug', 'where', 'run on', 'caught', 'as', 'runs', 'time to detect', 'seed', 'shrunk schedule'],
+    [
+      'mutation',
+      'planted bug',
+      'where',
+      'run on',
+      'caught',
+      'as',
+      'runs',
+      'time to detect',
+      'seed',
+      'shrunk schedule',
+    ],
     rows.map((m) => [
       m.mutation,
       m.bug.replaceAll('|', '\\|'),
@@ -155,9 +166,13 @@ export function details(results: RunResult[]): string {
   const out: string[] = [];
   for (const r of results) {
     if (r.verdict === 'PASS') continue;
-    out.push(`### ${targetName(r.target)}${r.mutation ? ` (mutation ${r.mutation})` : ''}: FAIL (seed ${r.seed})`, '');
+    out.push(
+      `### ${targetName(r.target)}${r.mutation ? ` (mutation ${r.mutation})` : ''}: FAIL (seed ${r.seed})`,
+      '',
+    );
     out.push(...r.failures.map((f) => `- ${f}`), '');
-    for (const a of r.anomalies.slice(0, 8)) out.push(`- ${a.kind} ${a.key} (${a.config}): ${a.detail}`);
+    for (const a of r.anomalies.slice(0, 8))
+      out.push(`- ${a.kind} ${a.key} (${a.config}): ${a.detail}`);
     out.push('');
     for (const kind of ANOMALY_KINDS) {
       const h = r.examples[kind];
@@ -170,7 +185,7 @@ export function details(results: RunResult[]): string {
 
 export function method(): string {
   return [
-    'Written by `pnpm chaos` (chaos/, issue 26): a seeded, randomized fault checker. Per store x driver, one run draws a schedule from its seed: keys under every configuration (the defaults with a plain `fetch`, `idempotentFetch`, `vendorDedupes` with `onStale: \'reexecute\'`, `reconcile`, `withLocalCache`, the HTTP handler `idempotentHandler`, approvals), sent to worker processes at set times (10% to 3 workers at once, 20% called again after a "lost reply", late retries), a targeted freeze of the holder at each point of the tool for three configurations, and faults at set times: SIGKILL and SIGSTOP of workers, a TCP proxy between each worker and the store that delays, drops or blackholes each direction separately (one worker or all), store outages (the engine SIGSTOPped; SQLite: another process holding the write lock), engine crashes and restarts (Redis and Cluster on their AOF, PostgreSQL immediate shutdown), clock steps both ways (Redis and PostgreSQL: the engine\'s own clock, by a preload / libfaketime; SQLite, DynamoDB, PGlite: the workers\' `Date.now`), and vendors that commit 300 ms after receipt or hold their replies past the tool\'s timeout. Every effect is a request to a vendor process that logs it; then every worker is continued and drained, a checker calls every key once more, and the history checker holds the vendor logs against what every caller was told and what the store holds.',
+    "Written by `pnpm chaos` (chaos/, issue 26): a seeded, randomized fault checker. Per store x driver, one run draws a schedule from its seed: keys under every configuration (the defaults with a plain `fetch`, `idempotentFetch`, `vendorDedupes` with `onStale: 'reexecute'`, `reconcile`, `withLocalCache`, the HTTP handler `idempotentHandler`, approvals), sent to worker processes at set times (10% to 3 workers at once, 20% called again after a \"lost reply\", late retries), a targeted freeze of the holder at each point of the tool for three configurations, and faults at set times: SIGKILL and SIGSTOP of workers, a TCP proxy between each worker and the store that delays, drops or blackholes each direction separately (one worker or all), store outages (the engine SIGSTOPped; SQLite: another process holding the write lock), engine crashes and restarts (Redis and Cluster on their AOF, PostgreSQL immediate shutdown), clock steps both ways (Redis and PostgreSQL: the engine's own clock, by a preload / libfaketime; SQLite, DynamoDB, PGlite: the workers' `Date.now`), and vendors that commit 300 ms after receipt or hold their replies past the tool's timeout. Every effect is a request to a vendor process that logs it; then every worker is continued and drained, a checker calls every key once more, and the history checker holds the vendor logs against what every caller was told and what the store holds.",
     '',
     'Columns: "duplicates" = keys with more than one effect (outside the limit); "wrong replays" = callers told an outcome that is not this key\'s effect, or two outcomes; "lost results" = an effect no caller can get (record missing, failed or another outcome); "stuck" = no outcome and nothing explains it (the final call fails, or a caller was told outcome-unknown while nothing had happened to the key\'s holders); "unapproved" = an effect of a rejected approval. The limits the design names, counted apart: "frozen mid-request" = a holder frozen after its last ownership check and before the vendor got the request, at a vendor that does not dedupe (a second effect); "outcome-unknown" = keys whose final answer is outcome-unknown (or the HTTP handler\'s 500 `request_failed`) where reconcile cannot tell (no reconcile) and a fault explains the stale record. Verdict FAIL = any anomaly column above is not 0.',
   ].join('\n');

@@ -474,7 +474,10 @@ export async function runSchedule(input: Partial<RunOptions> & { schedule: Sched
         const a = message.again;
         const refused = !a.ok && a.code === 'store_unavailable';
         const sameOutcome =
-          a.ok && (message.first.id === undefined ? a.outcome === message.first.outcome : a.id === message.first.id);
+          a.ok &&
+          (message.first.id === undefined
+            ? a.outcome === message.first.outcome
+            : a.id === message.first.id);
         if (!refused && !sameOutcome) {
           key.lostReplyMismatch = `first ${message.first.outcome} ${message.first.id ?? ''}, again ${a.ok ? `${a.outcome} ${a.id ?? ''}` : `error ${a.code}`}`;
         }
@@ -510,7 +513,9 @@ export async function runSchedule(input: Partial<RunOptions> & { schedule: Sched
           from: Date.now(),
           detail: `code ${code} signal ${signal}: ${slot.stderr.slice(-1500)}`,
         });
-        log(`worker ${slot.label} exited by itself (code ${code}, signal ${signal}): ${slot.stderr.slice(-500)}`);
+        log(
+          `worker ${slot.label} exited by itself (code ${code}, signal ${signal}): ${slot.stderr.slice(-500)}`,
+        );
       }
       if (slot.stop !== undefined) {
         for (const timer of slot.stop.timers) clearTimeout(timer);
@@ -547,7 +552,13 @@ export async function runSchedule(input: Partial<RunOptions> & { schedule: Sched
       const from = Date.now();
       const skip = (why: string) => {
         counts.skippedFaults++;
-        events.push({ type: fault.kind === 'kill' ? 'kill' : 'stop', fault: fault.id, from, to: from, detail: `skipped: ${why}` });
+        events.push({
+          type: fault.kind === 'kill' ? 'kill' : 'stop',
+          fault: fault.id,
+          from,
+          to: from,
+          detail: `skipped: ${why}`,
+        });
       };
       const done = (type: ChaosEvent['type'], extra: Partial<ChaosEvent> = {}) => {
         counts.fired[fault.kind] = (counts.fired[fault.kind] ?? 0) + 1;
@@ -666,7 +677,10 @@ export async function runSchedule(input: Partial<RunOptions> & { schedule: Sched
         }
         case 'vendor': {
           const event = done('vendor', {
-            detail: fault.mode === 'commit' ? `effects commit ${fault.delayMs} ms after receipt, for ${fault.ms} ms` : `replies held ${fault.delayMs} ms (past the tool's timeout), for ${fault.ms} ms`,
+            detail:
+              fault.mode === 'commit'
+                ? `effects commit ${fault.delayMs} ms after receipt, for ${fault.ms} ms`
+                : `replies held ${fault.delayMs} ms (past the tool's timeout), for ${fault.ms} ms`,
           });
           openFaults.add(fault.id);
           vendorActive[fault.mode]++;
@@ -711,7 +725,9 @@ export async function runSchedule(input: Partial<RunOptions> & { schedule: Sched
       }
       await sleep(20);
     }
-    log(`${workers} workers ready; ${s.keys.length} keys, ${s.faults.length} faults over ${s.loadMs} ms`);
+    log(
+      `${workers} workers ready; ${s.keys.length} keys, ${s.faults.length} faults over ${s.loadMs} ms`,
+    );
 
     // --- the timeline ---------------------------------------------------------------------------
     const loadStart = Date.now();
@@ -802,7 +818,9 @@ export async function runSchedule(input: Partial<RunOptions> & { schedule: Sched
     });
     const loadMs = Date.now() - loadStart;
     const loadCalls = counts.calls;
-    log(`load done in ${(loadMs / 1000).toFixed(1)} s: ${loadCalls} calls; faults ${JSON.stringify(counts.fired)}`);
+    log(
+      `load done in ${(loadMs / 1000).toFixed(1)} s: ${loadCalls} calls; faults ${JSON.stringify(counts.fired)}`,
+    );
 
     // --- settle ---------------------------------------------------------------------------------
     settling = true;
@@ -812,7 +830,8 @@ export async function runSchedule(input: Partial<RunOptions> & { schedule: Sched
     eng.setClock?.(0);
     for (const slot of slots) {
       slot.clockOffset = 0;
-      if (slot.state === 'ready' || slot.state === 'frozen') send(slot, { type: 'clock', offsetMs: 0 });
+      if (slot.state === 'ready' || slot.state === 'frozen')
+        send(slot, { type: 'clock', offsetMs: 0 });
     }
     for (const slot of slots) thaw(slot);
     for (const slot of slots) if (slot.state === 'ready') send(slot, { type: 'drain' });
@@ -842,7 +861,11 @@ export async function runSchedule(input: Partial<RunOptions> & { schedule: Sched
       cached,
       approvals: createApprovals(idempotency, { ttl: toolSettings.ttl }),
       wrapHandler: (handler) =>
-        idempotentHandler(handler, { idempotency, scope: () => 'chaos', name: 'chaos.httpHandler' }),
+        idempotentHandler(handler, {
+          idempotency,
+          scope: () => 'chaos',
+          name: 'chaos.httpHandler',
+        }),
       settings: toolSettings,
       worker: 'checker',
       journalPath: join(dir, 'journal-checker.ndjson'),
@@ -898,7 +921,9 @@ export async function runSchedule(input: Partial<RunOptions> & { schedule: Sched
       notes,
       dir: o.keep ? dir : undefined,
     });
-    log(`verdict: ${result.verdict}${result.failures.length ? ` (${result.failures.join('; ')})` : ''}`);
+    log(
+      `verdict: ${result.verdict}${result.failures.length ? ` (${result.failures.join('; ')})` : ''}`,
+    );
     return result;
   } finally {
     for (const slot of slots) {

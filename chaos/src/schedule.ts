@@ -8,9 +8,9 @@ import { createRandom } from './random.ts';
 import {
   CONFIGS,
   type ConfigName,
-  FREEZE_PHASES,
   type Fault,
   type FaultKind,
+  FREEZE_PHASES,
   type MutationName,
   type PlannedKey,
   type Schedule,

@@ -63,7 +63,9 @@ export async function shrink(
       for (let i = 0; i < ids.length && runs < maxRuns; i += size) {
         const drop = new Set(ids.slice(i, i + size));
         const keep = new Set(ids.filter((id) => !drop.has(id)));
-        if (await attempt(restrict(best, { faults: keep }), `without faults ${[...drop].join(',')}`)) {
+        if (
+          await attempt(restrict(best, { faults: keep }), `without faults ${[...drop].join(',')}`)
+        ) {
           changed = true;
           break;
         }

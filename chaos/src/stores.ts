@@ -35,7 +35,10 @@ async function redisClient(config: StoreConfig): Promise<{ client: unknown; clos
           rootNodes: nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })),
           defaults: { socket: { reconnectStrategy } },
         })
-      : createClient({ url: `redis://${nodes[0]!.host}:${nodes[0]!.port}`, socket: { reconnectStrategy } });
+      : createClient({
+          url: `redis://${nodes[0]!.host}:${nodes[0]!.port}`,
+          socket: { reconnectStrategy },
+        });
     client.on('error', () => {});
     await client.connect();
     return { client, close: () => void client.destroy() };

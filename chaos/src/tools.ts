@@ -122,7 +122,12 @@ export function createTools(input: ToolsInput): Tools {
     approvals: {},
   };
   const OWN_CHECK = new Set<ConfigName>(['fetch', 'approvals']);
-  const KEYED = new Set<ConfigName>(['idempotentFetch', 'vendorDedupes', 'reconcile', 'localCache']);
+  const KEYED = new Set<ConfigName>([
+    'idempotentFetch',
+    'vendorDedupes',
+    'reconcile',
+    'localCache',
+  ]);
 
   /** The tool's body: one request to the vendor. `ctx` is undefined in the HTTP handler. */
   const effect = async (
@@ -271,10 +276,10 @@ export function createTools(input: ToolsInput): Tools {
               : 'tool_error';
         const message = error instanceof Error ? error.message : String(error);
         journal({ ...base, ev: 'result', detail: `error ${code}: ${message.slice(0, 200)}` });
-        if (code === 'approval_rejected') return { ok: true, outcome: 'rejected', startedAt: called };
+        if (code === 'approval_rejected')
+          return { ok: true, outcome: 'rejected', startedAt: called };
         return { ok: false, code, message: message.slice(0, 500), error, startedAt: called };
       }
     },
   };
-
 }
