@@ -273,7 +273,7 @@ async function main(): Promise<void> {
       );
       if (result.verdict === 'FAIL') {
         console.log(details([result]));
-        await reportFailure(schedule, result, a, runOptions, 10);
+        await reportFailure(schedule, result, a, runOptions, 6);
       }
     }
     if (runs.length > 0) console.log(`\n${table(runs)}\n\n${faultLines(runs)}\n`);
@@ -321,7 +321,7 @@ async function main(): Promise<void> {
               ? {}
               : { example: result.examples[result.anomalies[0].kind]! }),
           };
-          const failure = await reportFailure(schedule, result, a, runOptions, 6);
+          const failure = await reportFailure(schedule, result, a, runOptions, 5);
           row.shrunk = failure.summary;
           row.scheduleFile = relative(a.benchDir, failure.file);
           row.command = failure.command;

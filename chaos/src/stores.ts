@@ -93,6 +93,10 @@ async function openRaw(config: StoreConfig): Promise<OpenStore> {
       const store = createRedisStore(client as Parameters<typeof createRedisStore>[0], {
         prefix: config.prefix ?? 'chaos:',
         durable: true,
+        // iovalkey 0.4's Cluster has no sharded subscribers (the store refuses 'sharded' there).
+        ...(config.kind === 'cluster' && config.driver === 'iovalkey'
+          ? { notifications: 'classic' as const }
+          : {}),
       });
       return {
         store,
