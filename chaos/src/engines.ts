@@ -553,6 +553,8 @@ async function startPostgres(target: Target, dir: string, downMs: number): Promi
   const crash = async () => {
     const running = child;
     if (running === undefined) return;
+    // runuser stops itself when its child is stopped (job control): continue it too.
+    running.process.kill('SIGCONT');
     const pid = postmaster();
     if (pid !== undefined) {
       for (const p of [pid, ...childrenOf(pid)]) {
@@ -616,6 +618,8 @@ async function startPostgres(target: Target, dir: string, downMs: number): Promi
       if (pid === undefined) return 'no postmaster';
       const pids = [pid, ...childrenOf(pid)];
       await freeze(pids, ms);
+      // runuser stopped itself with its child (job control): continue it too.
+      child?.process.kill('SIGCONT');
       return `SIGSTOP postgres :${port} (${pids.length} processes) for ${ms} ms`;
     },
     ...(clock ? { setClock: (offsetMs: number) => clock.set(offsetMs) } : {}),

@@ -883,7 +883,8 @@ export async function runSchedule(input: Partial<RunOptions> & { schedule: Sched
     const get = (k: KeyState) =>
       checkerStore.store.get(idemKey(k)).catch(() => undefined as IdempotencyRecord | undefined);
     const pre = await mapLimit(all, 16, get);
-    const checked = await mapLimit(all, 8, async (k) => {
+    // PGlite runs in this process (its WASM blocks the event loop): one call at a time.
+    const checked = await mapLimit(all, eng.singleProcess ? 1 : 8, async (k) => {
       const r = await tools.call(k.key, k.config, {
         ...(k.plan.decision === undefined ? {} : { decision: k.plan.decision }),
       });
