@@ -1,87 +1,99 @@
 /**
- * The soak's verdict: the vendors' logs (every effect, whatever the workers and the store say)
- * held against the store's records and what every caller was told.
+ * The history checker: the vendors' effect logs (every effect, whatever the workers and the store
+ * say) held against what every caller was told and what the store holds, per key. The anomalies
+ * (each must be 0):
  *
- * Per key: effects (plain vendor: every request; dedupe vendor: every new Idempotency-Key), the
- * record before and after the checker, the checker's answer, the ids callers got back. Invariants
- * (each must be 0): keys with more than one effect (apart from the known limit below), keys whose
- * effect happened but whose record is missing or holds another outcome, records holding an outcome
- * no effect produced, callers of one key told different outcomes, keys stuck without an outcome
- * that nothing explains.
+ * - **duplicate effect**: more than one effect for one key (apart from the limit below);
+ * - **wrong replay**: a caller told an outcome that is not this key's effect (another call's), or
+ *   two callers of one key told different outcomes;
+ * - **lost result**: an effect happened and no caller can ever get its outcome (the record is
+ *   missing, a failure, or holds another outcome);
+ * - **stuck key**: no outcome, and nothing explains it: the checker's final call fails, or a
+ *   caller was told outcome-unknown while nothing had happened to the key's holders, or after the
+ *   outcome was known;
+ * - **unapproved effect** (approvals): an effect for a call whose approval was rejected.
  *
- * The known limit, reported apart: a holder frozen after its ownership check and before the vendor
- * received its request (no check can close that window); the plain vendor then sees two effects,
- * the deduping vendor makes it safe.
+ * The limits the design names, counted apart with their rates: a process frozen mid-request
+ * (after its last ownership check, before the vendor got the request) at a vendor that does not
+ * dedupe; outcome-unknown when reconcile cannot tell (no reconcile, or the look-up failed) and a
+ * fault explains the stale record (its holder killed, stopped, cut off from the store, or the
+ * store or its clock faulted while the call ran).
  */
 import type { IdempotencyRecord } from '@idempotent-tools/core';
-import type {
-  CallReport,
-  ChaosEvent,
-  FreezePhase,
-  JournalLine,
-  StoreKind,
-  VendorLine,
-  VendorName,
+import {
+  type CallReport,
+  type ChaosEvent,
+  CONFIGS,
+  type ConfigName,
+  type JournalLine,
+  type PlannedKey,
+  type Schedule,
+  type VendorLine,
+  vendorOf,
 } from './types.ts';
 
-export interface KeyPlan {
-  key: string;
-  vendor: VendorName;
-  /** Sent to several workers at once. */
-  concurrent: boolean;
-  /** The first reply was "lost": the worker called again. */
-  lostReply: boolean;
-  /** A key made for a targeted freeze at this phase. */
-  targeted?: FreezePhase;
-  /** The targeted freeze happened on this key (its holder froze and was continued). */
-  fired?: boolean;
-  /** The lost-reply retry did not replay the first outcome (set by the harness). */
-  lostReplyMismatch?: string;
-}
-
-/** An outcome a caller was told. */
-export interface Seen {
+/** What a caller was told. */
+export interface Told {
   by: string;
-  id: string;
+  /** When the caller was told, and when its call began. */
+  at: number;
+  startedAt: number;
+  ok: boolean;
+  id?: string;
   outcome: string;
 }
 
-export interface SoakCounts {
-  calls: number;
-  kills: number;
-  stops: number;
-  targetedFreezes: number;
-  restarts: number;
-  crashedCalls: number;
-  successors: number;
-  retries: number;
-  lateRetries: number;
-  unexpectedExits: number;
-  settleKills: number;
-  outcomes: Record<string, number>;
-  targetedFired: Record<string, number>;
+/** What the harness kept of one key. */
+export interface KeyRun {
+  key: string;
+  config: ConfigName;
+  told: Told[];
+  lostReplyMismatch?: string;
+  /** A targeted freeze happened on this key. */
+  fired?: boolean;
 }
 
 export type CheckerReport = CallReport & { cause?: string };
 
-/** Why a key has more than one effect. */
-export type DuplicateCause =
-  /** A holder frozen between its ownership check and the vendor's receipt (the known limit). */
-  | 'frozen-mid-request'
-  /** A holder frozen after its run began and before its check, which let it through (the stalled-holder bug). */
-  | 'stalled-holder'
-  /** An attempt that overlapped an engine restart. */
-  | 'engine-restart'
-  | 'other';
+export type AnomalyKind = 'duplicate' | 'wrong-replay' | 'lost-result' | 'stuck' | 'unapproved';
+export const ANOMALY_KINDS: readonly AnomalyKind[] = [
+  'duplicate',
+  'wrong-replay',
+  'lost-result',
+  'stuck',
+  'unapproved',
+];
 
-/** One key's story, for the report of a failed invariant. */
+export interface Anomaly {
+  kind: AnomalyKind;
+  key: string;
+  config: ConfigName;
+  detail: string;
+}
+
+export interface ConfigCounts {
+  keys: number;
+  calls: number;
+  effects: number;
+  duplicate: number;
+  'wrong-replay': number;
+  'lost-result': number;
+  stuck: number;
+  unapproved: number;
+  /** The limits: duplicates of a holder frozen mid-request (a vendor that does not dedupe). */
+  frozenMidRequest: number;
+  /** Keys whose final answer is outcome-unknown, explained (reconcile cannot tell). */
+  outcomeUnknown: number;
+  /** Calls told outcome-unknown during the load, explained. */
+  unknownAnswers: number;
+}
+
+/** One key's story, for the report of an anomaly. */
 export interface KeyHistory {
   key: string;
-  vendor: VendorName;
+  config: ConfigName;
   idemKey: string;
   plan: string;
-  cause?: DuplicateCause;
-  /** Times are ms after the key's first journal line. */
   vendorLog: string[];
   journal: string[];
   chaos: string[];
@@ -91,84 +103,53 @@ export interface KeyHistory {
   callers: string[];
 }
 
-export interface SoakResult {
-  store: StoreKind;
+export interface RunResult {
+  target: Schedule['target'];
+  engine: string;
+  seed: number;
+  mutation?: string;
   /** Which code ran: the commit, and whether core had uncommitted changes. */
   code?: string;
-  engine: string;
   finishedAt: string;
-  options: Record<string, unknown>;
+  schedule: string;
   keys: number;
   calls: number;
   loadSeconds: number;
-  callsPerSecond: number;
-  faults: {
-    kills: number;
-    stops: number;
-    targetedFreezes: number;
-    targetedFired: Record<string, number>;
-    engineRestarts: number;
-    /** How long each engine restart took, crash to answering again (ms). */
-    engineDownMs: { mean: number; max: number };
-    crashedCalls: number;
-    successors: number;
-    retries: number;
-    lateRetries: number;
-    unexpectedExits: number;
-    settleKills: number;
-  };
-  outcomes: Record<string, number>;
-  checkerOutcomes: Record<string, number>;
-  invariants: {
-    maxEffectsPerKey: number;
-    keysOverOneEffect: number;
-    duplicates: Record<VendorName, Record<DuplicateCause, number>>;
-    recordMismatch: { missing: number; failed: number; otherOutcome: number };
-    phantomOutcomes: number;
-    disagreements: number;
-    lostReplyMismatches: number;
-    stuck: { explained: number; unexplained: number; reasons: Record<string, number> };
-    neverRan: number;
-    ranByChecker: number;
-    /** Records still in progress when the workers stopped (the checker's retry settled them or not). */
-    inProgressAtSettle: number;
-    dedupeSaved: number;
-    dedupeRawRequests: number;
-    dedupeEffects: number;
-    plainEffects: number;
-  };
-  /** Every key whose targeted freeze fired: what the vendor saw. */
-  targeted: {
-    key: string;
-    phase: FreezePhase;
-    vendor: VendorName;
-    effects: number;
-    requests: number;
-    cause?: DuplicateCause;
-    /** The key's story (left out of chaos.json). */
-    history?: KeyHistory;
-  }[];
+  faults: Record<string, number>;
+  skippedFaults: number;
+  perConfig: Partial<Record<ConfigName, ConfigCounts>>;
+  totals: ConfigCounts;
+  anomalies: Anomaly[];
+  examples: Partial<Record<AnomalyKind | 'frozen-mid-request' | 'outcome-unknown', KeyHistory>>;
+  unexpectedExits: number;
   failures: string[];
   verdict: 'PASS' | 'FAIL';
-  examples: Record<string, KeyHistory>;
   notes: string[];
   dir?: string;
 }
 
 export interface AnalysisInput {
-  store: StoreKind;
+  schedule: Schedule;
   engine: string;
-  options: object;
-  keys: (KeyPlan & { idemKey: string; seen: Seen[] })[];
+  lease: number;
+  keys: (KeyRun & {
+    plan: PlannedKey;
+    idemKey: string;
+    pre: IdempotencyRecord | undefined;
+    final: IdempotencyRecord | undefined;
+    checker: CheckerReport;
+  })[];
   vendorLines: VendorLine[];
   journal: JournalLine[];
   events: ChaosEvent[];
-  pre: Map<string, IdempotencyRecord | undefined>;
-  final: Map<string, IdempotencyRecord | undefined>;
-  checker: Map<string, CheckerReport>;
   loadMs: number;
   loadCalls: number;
-  counts: SoakCounts;
+  counts: {
+    unexpectedExits: number;
+    settleKills: number;
+    skippedFaults: number;
+    fired: Record<string, number>;
+  };
   notes: string[];
   dir: string | undefined;
 }
@@ -184,12 +165,22 @@ function group<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
   return map;
 }
 
-/** The vendor id a record's stored outcome holds (outcomes are `{"v":{"id":...}}`, not encrypted). */
+/**
+ * The vendor id a record's stored outcome holds: `{"v":{"id":...}}` for a tool, the stored
+ * response's JSON body (base64) for the HTTP handler. Outcomes are not encrypted here.
+ */
 export function recordId(record: IdempotencyRecord | undefined): string | undefined {
-  if (record?.outcome === undefined) return undefined;
+  if (record?.outcome === undefined || record.state !== 'completed') return undefined;
   try {
-    const parsed = JSON.parse(record.outcome) as { v?: { id?: unknown } };
-    return typeof parsed.v?.id === 'string' ? parsed.v.id : undefined;
+    const parsed = JSON.parse(record.outcome) as { v?: { id?: unknown; body?: unknown } };
+    if (typeof parsed.v?.id === 'string') return parsed.v.id;
+    if (typeof parsed.v?.body === 'string') {
+      const body = JSON.parse(Buffer.from(parsed.v.body, 'base64').toString('utf8')) as {
+        id?: unknown;
+      };
+      return typeof body.id === 'string' ? body.id : undefined;
+    }
+    return undefined;
   } catch {
     return undefined;
   }
@@ -200,63 +191,94 @@ function describeRecord(record: IdempotencyRecord | undefined, t0: number): stri
   const parts = [`${record.state}`, `token ${record.token.slice(0, 8)}`];
   parts.push(`created +${record.createdAt - t0} ms`);
   if (record.state === 'in_progress') parts.push(`lease until +${record.leaseExpiresAt - t0} ms`);
-  if (record.outcome !== undefined) parts.push(`outcome ${record.outcome.slice(0, 120)}`);
+  const id = recordId(record);
+  if (id !== undefined) parts.push(`outcome ${id}`);
+  else if (record.outcome !== undefined) parts.push(`outcome ${record.outcome.slice(0, 120)}`);
   return parts.join(', ');
 }
 
-export function analyze(input: AnalysisInput): SoakResult {
+const zero = (): ConfigCounts => ({
+  keys: 0,
+  calls: 0,
+  effects: 0,
+  duplicate: 0,
+  'wrong-replay': 0,
+  'lost-result': 0,
+  stuck: 0,
+  unapproved: 0,
+  frozenMidRequest: 0,
+  outcomeUnknown: 0,
+  unknownAnswers: 0,
+});
+
+/** Configurations whose stale record nothing can settle: outcome-unknown is their answer. */
+const CANNOT_TELL = new Set<ConfigName>(['fetch', 'idempotentFetch', 'httpHandler', 'approvals']);
+/**
+ * Answers that say "the effect may have happened, it is not run again": the executor's
+ * outcome-unknown, and the HTTP handler's `request_failed` (the handler threw after it started:
+ * kept, answered 500 on every retry).
+ */
+const UNKNOWN = new Set(['outcome_unknown', 'request_failed']);
+const slotOf = (worker: string) => Number(/^w(\d+)\./.exec(worker)?.[1] ?? -1);
+
+export function analyze(input: AnalysisInput): RunResult {
   const linesByKey = group(input.vendorLines, (l) => l.key);
   const journalByKey = group(input.journal, (l) => l.key);
-  const stops = input.events.filter((e) => e.type === 'stop' || e.type === 'targeted-freeze');
-  const stopsByPid = group(stops, (e) => String(e.pid));
-  const restarts = input.events.filter((e) => e.type === 'engine-restart');
+  const byPid = group(
+    input.events.filter((e) => e.pid !== undefined),
+    (e) => String(e.pid),
+  );
   const overlaps = (e: ChaosEvent, from: number, to: number) =>
-    e.from < to && (e.to ?? Number.POSITIVE_INFINITY) > from;
+    e.from <= to && (e.to ?? Number.POSITIVE_INFINITY) >= from;
+  const stopsOf = (pid: number) =>
+    (byPid.get(String(pid)) ?? []).filter((e) => e.type === 'stop' || e.type === 'targeted-freeze');
+  const storeFaults = input.events.filter(
+    (e) =>
+      e.type === 'outage' ||
+      e.type === 'engine-restart' ||
+      e.type === 'proxy' ||
+      e.type === 'clock' ||
+      (e.type === 'vendor' && e.detail?.startsWith('replies held') === true),
+  );
 
-  const causeOf = (effects: VendorLine[]): DuplicateCause => {
-    const frozen = (l: VendorLine) => stopsByPid.get(String(l.pid)) ?? [];
-    if (effects.some((l) => frozen(l).some((e) => overlaps(e, l.checked, l.received)))) {
-      return 'frozen-mid-request';
+  /**
+   * What explains a stale record of `key` seen by a call at `t` (undefined: nothing): one of the
+   * calls of the key before `t` ran on a worker killed or stopped meanwhile, failed, or a fault of
+   * the store, of the path to it, of a clock or a slow vendor overlapped them.
+   */
+  const explain = (k: AnalysisInput['keys'][number], t: number): string | undefined => {
+    if (k.plan.freeze !== undefined) return `targeted freeze ${k.plan.freeze}`;
+    const starts = (journalByKey.get(k.key) ?? []).filter(
+      (l) => l.ev === 'call' && l.worker !== 'checker' && l.at <= t,
+    );
+    if (starts.length === 0) return undefined;
+    const first = Math.min(...starts.map((l) => l.at)) - input.lease;
+    for (const start of starts) {
+      const hit = (byPid.get(String(start.pid)) ?? []).find(
+        (e) =>
+          (e.type === 'kill' || e.type === 'stop' || e.type === 'targeted-freeze') &&
+          e.detail?.startsWith('skipped') !== true &&
+          overlaps(e, start.at, t),
+      );
+      if (hit !== undefined) return `${hit.type} of ${hit.worker}`;
     }
-    // Frozen after its run began (the claim, the tool's start) and before its last check.
-    const began = (l: VendorLine) => l.called ?? l.started;
-    if (effects.some((l) => frozen(l).some((e) => overlaps(e, began(l), l.checked)))) {
-      return 'stalled-holder';
-    }
-    if (effects.some((l) => restarts.some((e) => overlaps(e, began(l), l.received)))) {
-      return 'engine-restart';
-    }
-    return 'other';
+    const failed = k.told.find((c) => !c.ok && c.at < t && !UNKNOWN.has(c.outcome));
+    if (failed !== undefined) return `an earlier call failed (${failed.outcome})`;
+    const slots = new Set(starts.map((l) => slotOf(l.worker)));
+    const fault = storeFaults.find(
+      (e) =>
+        overlaps(e, first, t) &&
+        (e.slot === undefined || e.slot === 'all' || slots.has(e.slot as number)),
+    );
+    if (fault !== undefined) return `${fault.type}: ${fault.detail ?? ''}`;
+    return undefined;
   };
 
-  const zero = (): Record<DuplicateCause, number> => ({
-    'frozen-mid-request': 0,
-    'stalled-holder': 0,
-    'engine-restart': 0,
-    other: 0,
-  });
-  const inv: SoakResult['invariants'] = {
-    maxEffectsPerKey: 0,
-    keysOverOneEffect: 0,
-    duplicates: { plain: zero(), dedupe: zero() },
-    recordMismatch: { missing: 0, failed: 0, otherOutcome: 0 },
-    phantomOutcomes: 0,
-    disagreements: 0,
-    lostReplyMismatches: 0,
-    stuck: { explained: 0, unexplained: 0, reasons: {} },
-    neverRan: 0,
-    ranByChecker: 0,
-    inProgressAtSettle: 0,
-    dedupeSaved: 0,
-    dedupeRawRequests: 0,
-    dedupeEffects: 0,
-    plainEffects: 0,
-  };
-  const checkerOutcomes: Record<string, number> = {};
-  const targeted: SoakResult['targeted'] = [];
-  const examples: Record<string, KeyHistory> = {};
+  const perConfig: Partial<Record<ConfigName, ConfigCounts>> = {};
+  const anomalies: Anomaly[] = [];
+  const examples: RunResult['examples'] = {};
 
-  const history = (k: AnalysisInput['keys'][number], cause?: DuplicateCause): KeyHistory => {
+  const history = (k: AnalysisInput['keys'][number]): KeyHistory => {
     const lines = linesByKey.get(k.key) ?? [];
     const journal = (journalByKey.get(k.key) ?? []).sort((a, b) => a.at - b.at);
     const t0 = journal[0]?.at ?? lines[0]?.started ?? 0;
@@ -268,194 +290,188 @@ export function analyze(input: AnalysisInput): SoakResult {
       .filter(
         (e) =>
           overlaps(e, from, to) &&
-          (e.pid === undefined || pids.has(e.pid) || e.type === 'engine-restart'),
+          (e.pid === undefined || pids.has(e.pid)) &&
+          e.detail?.startsWith('skipped') !== true,
       )
       .map(
         (e) =>
           `${rel(e.from)}${e.to === undefined ? '' : `..${rel(e.to)}`} ms ${e.type}${e.worker ? ` ${e.worker} (pid ${e.pid})` : ''}${e.detail ? `: ${e.detail.slice(0, 160)}` : ''}`,
       );
-    const checker = input.checker.get(k.key);
+    const c = k.checker;
     const plan = [
-      k.vendor,
-      k.concurrent ? 'concurrent' : '',
-      k.lostReply ? 'lost-reply' : '',
-      k.targeted ? `targeted ${k.targeted}` : '',
+      k.config,
+      k.plan.slots.length > 1 ? `concurrent x${k.plan.slots.length}` : '',
+      k.plan.lostReply ? 'lost-reply' : '',
+      k.plan.decision ? `decision ${k.plan.decision}` : '',
+      k.plan.freeze ? `targeted ${k.plan.freeze}` : '',
     ]
       .filter(Boolean)
       .join(', ');
     return {
       key: k.key,
-      vendor: k.vendor,
+      config: k.config,
       idemKey: k.idemKey,
       plan,
-      ...(cause === undefined ? {} : { cause }),
       vendorLog: lines.map(
         (l) =>
-          `${rel(l.received)} ms ${l.effect ? 'EFFECT' : 'deduped request'} ${l.id} from ${l.attempt} (pid ${l.pid}; run began ${l.called === undefined ? '?' : rel(l.called)}, tool started ${rel(l.started)}, last check ${rel(l.checked)})${l.slow ? ' reply held past the timeout' : ''}`,
+          `${rel(l.received)} ms ${l.effect ? 'EFFECT' : 'deduped request'} ${l.id} from ${l.attempt} (pid ${l.pid}; run began ${l.called === undefined ? '?' : rel(l.called)}, tool started ${rel(l.started)}, last check ${rel(l.checked)}, committed ${rel(l.committed)})${l.slow ? ', reply held past the timeout' : ''}`,
       ),
       journal: journal.map(
         (l) =>
           `${rel(l.at)} ms ${l.worker} (pid ${l.pid}) ${l.ev}${l.attempt ? ` ${l.attempt}` : ''}${l.detail ? `: ${l.detail}` : ''}`,
       ),
       chaos,
-      recordBeforeChecker: describeRecord(input.pre.get(k.key), t0),
-      recordFinal: describeRecord(input.final.get(k.key), t0),
-      checker:
-        checker === undefined
-          ? 'none'
-          : checker.ok
-            ? `${checker.outcome} ${checker.id}`
-            : `error ${checker.code}: ${checker.message ?? ''}${checker.cause ? ` (cause: ${checker.cause})` : ''}`,
-      callers: k.seen.map((s) => `${s.by}: ${s.outcome} ${s.id}`),
+      recordBeforeChecker: describeRecord(k.pre, t0),
+      recordFinal: describeRecord(k.final, t0),
+      checker: c.ok
+        ? `${c.outcome} ${c.id ?? ''}`
+        : `error ${c.code}: ${c.message ?? ''}${c.cause ? ` (cause: ${c.cause})` : ''}`,
+      callers: k.told.map((s) => `${rel(s.at)} ms ${s.by}: ${s.outcome} ${s.id ?? ''}`),
     };
-  };
-  const example = (name: string, k: AnalysisInput['keys'][number], cause?: DuplicateCause) => {
-    if (examples[name] === undefined) examples[name] = history(k, cause);
   };
 
   for (const k of input.keys) {
+    const counts = perConfig[k.config] ?? zero();
+    perConfig[k.config] = counts;
+    counts.keys++;
+    counts.calls += k.told.length;
+    const found = (kind: AnomalyKind, detail: string) => {
+      counts[kind]++;
+      anomalies.push({ kind, key: k.key, config: k.config, detail });
+      if (examples[kind] === undefined) examples[kind] = history(k);
+    };
     const lines = linesByKey.get(k.key) ?? [];
     const effects = lines.filter((l) => l.effect);
+    counts.effects += effects.length;
     const effectIds = new Set(effects.map((l) => l.id));
-    const pre = input.pre.get(k.key);
-    const final = input.final.get(k.key);
-    const finalId = recordId(final);
-    const checker = input.checker.get(k.key);
-    const checkerName = checker?.ok ? (checker.outcome ?? 'ok') : (checker?.code ?? 'none');
-    checkerOutcomes[checkerName] = (checkerOutcomes[checkerName] ?? 0) + 1;
 
-    if (k.vendor === 'plain') inv.plainEffects += effects.length;
-    else {
-      inv.dedupeEffects += effects.length;
-      inv.dedupeRawRequests += lines.length;
-      if (effects.length === 1 && lines.length > 1) inv.dedupeSaved++;
-    }
-    inv.maxEffectsPerKey = Math.max(inv.maxEffectsPerKey, effects.length);
-    const cause = effects.length > 1 ? causeOf(effects) : undefined;
-    if (k.targeted !== undefined && k.fired === true) {
-      targeted.push({
-        key: k.key,
-        phase: k.targeted,
-        vendor: k.vendor,
-        effects: effects.length,
-        requests: lines.length,
-        ...(cause === undefined ? {} : { cause }),
-        history: history(k, cause),
-      });
-    }
-    if (cause !== undefined) {
-      inv.keysOverOneEffect++;
-      inv.duplicates[k.vendor][cause]++;
-      example(`duplicate effect (${k.vendor} vendor, ${cause})`, k, cause);
-    }
-
-    if (pre?.state === 'in_progress') inv.inProgressAtSettle++;
-    const beforeChecker = lines.filter((l) => l.worker !== 'checker');
-    if (pre === undefined && beforeChecker.length === 0) {
-      inv.neverRan++;
-      if (effects.length > 0) inv.ranByChecker++;
-    }
-
-    // The record against the effect.
-    if (final?.state === 'in_progress' || (checker !== undefined && !checker.ok)) {
-      const reason =
-        checker?.code === 'outcome_unknown' && checker.cause !== undefined
-          ? "outcome-unknown: reconcile could not tell (the vendor's lookup failed)"
-          : `${final?.state ?? 'no record'} after the checker's ${checkerName}`;
-      inv.stuck.reasons[reason] = (inv.stuck.reasons[reason] ?? 0) + 1;
-      if (reason.startsWith('outcome-unknown')) inv.stuck.explained++;
-      else {
-        inv.stuck.unexplained++;
-        example('stuck without an outcome, unexplained', k);
+    // Duplicate effects.
+    if (effects.length > 1) {
+      const midRequest = effects.some((l) =>
+        stopsOf(l.pid).some((e) => overlaps(e, l.checked, l.received)),
+      );
+      const stalled = effects.some((l) =>
+        stopsOf(l.pid).some((e) => overlaps(e, l.called ?? l.started, l.checked)),
+      );
+      if (midRequest && vendorOf(k.config) === 'plain') {
+        counts.frozenMidRequest++;
+        if (examples['frozen-mid-request'] === undefined)
+          examples['frozen-mid-request'] = history(k);
+      } else {
+        found(
+          'duplicate',
+          `${effects.length} effects (${[...effectIds].join(', ')})${midRequest ? ', a holder frozen mid-request' : stalled ? ', a holder stalled before its check' : ''}`,
+        );
       }
-    } else if (effects.length > 0) {
-      if (final === undefined) {
-        inv.recordMismatch.missing++;
-        example('effect happened, record missing', k);
-      } else if (final.state === 'failed') {
-        inv.recordMismatch.failed++;
-        example('effect happened, record holds a failure', k);
-      } else if (finalId === undefined || !effectIds.has(finalId)) {
-        inv.recordMismatch.otherOutcome++;
-        example('effect happened, record holds another outcome', k);
-      }
-    } else if (final?.state === 'completed') {
-      inv.phantomOutcomes++;
-      example('record holds an outcome no effect produced', k);
+    }
+    if (k.plan.decision === 'reject' && effects.length > 0) {
+      found('unapproved', `${effects.length} effect(s) of a call whose approval was rejected`);
     }
 
     // What callers were told.
-    const told = new Set(k.seen.map((s) => s.id));
-    if (checker?.ok && checker.id !== undefined) told.add(checker.id);
-    if (finalId !== undefined) told.add(finalId);
-    if (told.size > 1) {
-      inv.disagreements++;
-      example('callers told different outcomes', k);
+    const told = k.told.filter((c) => c.ok && c.id !== undefined).map((c) => c.id!);
+    if (k.checker.ok && k.checker.id !== undefined) told.push(k.checker.id);
+    const finalId = recordId(k.final);
+    const foreign = told.filter((id) => !effectIds.has(id));
+    const distinct = new Set(told);
+    if (foreign.length > 0) {
+      found('wrong-replay', `told ${[...new Set(foreign)].join(', ')}, not an effect of this key`);
+    } else if (distinct.size > 1) {
+      found('wrong-replay', `callers told different outcomes: ${[...distinct].join(', ')}`);
+    } else if (k.lostReplyMismatch !== undefined) {
+      found('wrong-replay', `the lost-reply retry: ${k.lostReplyMismatch}`);
     }
-    if (k.lostReplyMismatch !== undefined) {
-      inv.lostReplyMismatches++;
-      example('lost-reply retry did not replay the first outcome', k);
+    const rejected = k.told.some((c) => c.outcome === 'rejected');
+    if (rejected && told.length > 0) {
+      found('wrong-replay', 'a rejected approval, and a caller told an outcome');
+    }
+
+    // Outcome-unknown told during the load: explained, or not.
+    const known = k.told.find((c) => c.ok);
+    for (const c of k.told) {
+      if (!UNKNOWN.has(c.outcome)) continue;
+      if (known !== undefined && known.at < c.startedAt) {
+        found('stuck', `${c.by} told outcome-unknown after ${known.by} got the outcome`);
+        break;
+      }
+      if (explain(k, c.at) === undefined) {
+        found(
+          'stuck',
+          `${c.by} told outcome-unknown while nothing had happened to the key's holders`,
+        );
+        break;
+      }
+      counts.unknownAnswers++;
+    }
+
+    // The end: the checker's answer against the effects and the record.
+    const c = k.checker;
+    if (c.ok) {
+      // Held against the effects above (a wrong replay) and below (a lost result).
+    } else if (UNKNOWN.has(c.code ?? '')) {
+      const why = explain(k, Number.POSITIVE_INFINITY);
+      if (CANNOT_TELL.has(k.config) && why !== undefined) {
+        counts.outcomeUnknown++;
+        if (examples['outcome-unknown'] === undefined) examples['outcome-unknown'] = history(k);
+      } else {
+        found(
+          'stuck',
+          CANNOT_TELL.has(k.config)
+            ? 'outcome-unknown at the end, and nothing explains the stale record'
+            : `outcome-unknown at the end under ${k.config}, which can tell (the vendor is healthy)`,
+        );
+      }
+    } else {
+      found('stuck', `the checker's call failed: ${c.code}: ${(c.message ?? '').slice(0, 160)}`);
+    }
+    // A lost result: an effect happened, and the last caller did not get it, nor does the record
+    // hold it (outcome-unknown is the limit above, or stuck).
+    const gotIt = c.ok && effectIds.has(c.id ?? '');
+    const holdsIt =
+      k.final?.state === 'completed' && finalId !== undefined && effectIds.has(finalId);
+    if (effects.length > 0 && !UNKNOWN.has(c.code ?? '') && !gotIt && !holdsIt) {
+      const state = k.final === undefined ? 'no record' : `record ${k.final.state}`;
+      found(
+        'lost-result',
+        `${effects.length} effect(s), ${state}, the checker: ${c.ok ? `${c.outcome} ${c.id ?? ''}` : c.code}`,
+      );
     }
   }
 
+  const totals = zero();
+  for (const config of CONFIGS) {
+    const c = perConfig[config];
+    if (c === undefined) continue;
+    for (const name of Object.keys(totals) as (keyof ConfigCounts)[]) totals[name] += c[name];
+  }
   const failures: string[] = [];
-  const fail = (n: number, what: string) => n > 0 && failures.push(`${what}: ${n}`);
-  for (const vendor of ['plain', 'dedupe'] as const) {
-    for (const [cause, n] of Object.entries(inv.duplicates[vendor])) {
-      if (vendor === 'plain' && cause === 'frozen-mid-request') continue;
-      fail(n, `keys with >1 effect at the ${vendor} vendor (${cause})`);
-    }
+  for (const kind of ANOMALY_KINDS) {
+    if (totals[kind] > 0) failures.push(`${kind}: ${totals[kind]}`);
   }
-  const m = inv.recordMismatch;
-  fail(m.missing, 'effect happened, record missing');
-  fail(m.failed, 'effect happened, record holds a failure');
-  fail(m.otherOutcome, 'effect happened, record holds another outcome');
-  fail(inv.phantomOutcomes, 'record holds an outcome no effect produced');
-  fail(inv.disagreements, 'callers of one key told different outcomes');
-  fail(inv.lostReplyMismatches, 'lost-reply retry did not replay the first outcome');
-  fail(inv.stuck.unexplained, 'keys stuck without an outcome, unexplained');
-  fail(input.counts.unexpectedExits, 'workers that died by themselves');
-  const c = input.counts;
-  const downs = restarts.map((e) => (e.to ?? e.from) - e.from);
-  const faults: SoakResult['faults'] = {
-    kills: c.kills,
-    stops: c.stops,
-    targetedFreezes: c.targetedFreezes,
-    targetedFired: c.targetedFired,
-    engineRestarts: c.restarts,
-    engineDownMs: {
-      mean: Math.round(downs.reduce((a, b) => a + b, 0) / Math.max(1, downs.length)),
-      max: Math.max(0, ...downs),
-    },
-    crashedCalls: c.crashedCalls,
-    successors: c.successors,
-    retries: c.retries,
-    lateRetries: c.lateRetries,
-    unexpectedExits: c.unexpectedExits,
-    settleKills: c.settleKills,
-  };
+  if (input.counts.unexpectedExits > 0) {
+    failures.push(`workers that died by themselves: ${input.counts.unexpectedExits}`);
+  }
   for (const note of input.notes) failures.push(note);
-
-  const loadSeconds = input.loadMs / 1000;
+  const s = input.schedule;
   return {
-    store: input.store,
+    target: s.target,
     engine: input.engine,
+    seed: s.seed,
+    ...(s.mutation === undefined ? {} : { mutation: s.mutation }),
     finishedAt: new Date().toISOString(),
-    options: Object.fromEntries(
-      Object.entries(input.options).filter(([, v]) => typeof v !== 'function'),
-    ),
+    schedule: '',
     keys: input.keys.length,
     calls: input.loadCalls,
-    loadSeconds: Math.round(loadSeconds * 10) / 10,
-    callsPerSecond: Math.round(input.loadCalls / loadSeconds),
-    faults,
-    outcomes: c.outcomes,
-    checkerOutcomes,
-    invariants: inv,
-    targeted,
+    loadSeconds: Math.round(input.loadMs / 100) / 10,
+    faults: input.counts.fired,
+    skippedFaults: input.counts.skippedFaults,
+    perConfig,
+    totals,
+    anomalies,
+    examples,
+    unexpectedExits: input.counts.unexpectedExits,
     failures,
     verdict: failures.length === 0 ? 'PASS' : 'FAIL',
-    examples,
     notes: input.notes,
     ...(input.dir === undefined ? {} : { dir: input.dir }),
   };

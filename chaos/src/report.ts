@@ -1,31 +1,45 @@
 /**
- * The soak's report: one markdown table (a row per store), what failed with one example key's
- * history each, written into bench/RESULTS.md (section "Chaos soak") and bench/results/chaos.json.
- * A run of some stores replaces their rows and keeps the others' (each row says when it ran).
+ * The checker's report: a markdown table of every run (a row per store x driver x
+ * configuration), the limits' rates, the mutation table, and one example key's history per
+ * anomaly; written into bench/RESULTS.md (section "Fault checker") and bench/results/chaos.json.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { KeyHistory, SoakResult } from './analyze.ts';
-import { STORE_KINDS, type StoreKind } from './types.ts';
+import { ANOMALY_KINDS, type KeyHistory, type RunResult } from './analyze.ts';
+import { CONFIGS, targetName } from './types.ts';
 
-/** The repository's bench/ folder (RESULTS.md, results/). */
 export const BENCH_DIR = fileURLToPath(new URL('../../bench/', import.meta.url));
-const HEADING = '## Chaos soak';
+const HEADING = '## Fault checker';
+const OLD_HEADING = '## Chaos soak';
+
+/** One row of the mutation table. */
+export interface MutationRow {
+  mutation: string;
+  bug: string;
+  where: string;
+  target: string;
+  detected: boolean;
+  /** The anomaly kinds the detecting run found. */
+  caughtAs: string[];
+  runs: number;
+  /** Wall time from the first run's start to the detecting run's verdict, s. */
+  seconds: number;
+  seed?: number;
+  shrunk?: string;
+  scheduleFile?: string;
+  command?: string;
+  example?: KeyHistory;
+}
 
 export interface ResultsFile {
   updatedAt: string;
   machine: string;
-  stores: Partial<Record<StoreKind, SoakResult>>;
+  code: string;
+  runs: RunResult[];
+  mutations: MutationRow[];
 }
-
-const NAMES: Record<StoreKind, string> = {
-  sqlite: 'SQLite',
-  redis: 'Redis (AOF always)',
-  cluster: 'Redis Cluster (3 masters)',
-  postgres: 'PostgreSQL',
-};
 
 export function machine(): string {
   return `${availableParallelism()} cores, ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}, load average ${loadavg()
@@ -33,69 +47,112 @@ export function machine(): string {
     .join(' / ')}`;
 }
 
-function fmt(n: number): string {
-  return n.toLocaleString('en-US');
-}
+const fmt = (n: number) => n.toLocaleString('en-US');
+const pct = (n: number, of: number) => (of === 0 ? '0' : `${n} (${((100 * n) / of).toFixed(1)}%)`);
 
-/** The summary table, one row per store. */
-export function table(results: SoakResult[]): string {
-  const header = [
-    'store',
-    'code',
-    'keys',
-    'calls (calls/s)',
-    'worker kills',
-    'stops: random / targeted',
-    'engine restarts',
-    'max effects / key',
-    'keys > 1 effect',
-    'of which: frozen mid-request, plain vendor (known limit)',
-    'effect but record missing / other outcome',
-    'callers told different outcomes',
-    'stuck: explained / unexplained',
-    'never ran',
-    'saved by vendor dedupe',
-    'verdict',
-  ];
-  const rows = results.map((r) => {
-    const i = r.invariants;
-    const m = i.recordMismatch;
-    return [
-      NAMES[r.store],
-      r.code ?? '?',
-      fmt(r.keys),
-      `${fmt(r.calls)} (${fmt(r.callsPerSecond)})`,
-      fmt(r.faults.kills),
-      `${r.faults.stops} / ${r.faults.targetedFreezes}`,
-      r.store === 'sqlite' ? 'n/a' : fmt(r.faults.engineRestarts),
-      String(i.maxEffectsPerKey),
-      String(i.keysOverOneEffect),
-      String(i.duplicates.plain['frozen-mid-request']),
-      `${m.missing} / ${m.failed + m.otherOutcome}`,
-      String(i.disagreements + i.lostReplyMismatches),
-      `${i.stuck.explained} / ${i.stuck.unexplained}`,
-      fmt(i.neverRan),
-      fmt(i.dedupeSaved),
-      `**${r.verdict}**`,
-    ];
-  });
+function render(header: string[], rows: string[][]): string {
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((row) => row[c]!.length)));
   const line = (cells: string[]) =>
-    `| ${cells.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join(' | ')} |`;
-  const rule = `| ${widths.map((w, c) => (c === 0 ? '-'.repeat(w) : `${'-'.repeat(w - 1)}:`)).join(' | ')} |`;
+    `| ${cells.map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join(' | ')} |`;
+  const rule = `| ${widths.map((w, c) => (c < 2 ? '-'.repeat(w) : `${'-'.repeat(w - 1)}:`)).join(' | ')} |`;
   return [line(header), rule, ...rows.map(line)].join('\n');
+}
+
+/** The table of runs: a row per store x driver x configuration. */
+export function table(results: RunResult[]): string {
+  const header = [
+    'store / driver',
+    'configuration',
+    'keys',
+    'calls',
+    'effects',
+    'duplicates',
+    'wrong replays',
+    'lost results',
+    'stuck',
+    'unapproved',
+    'limit: frozen mid-request',
+    'limit: outcome-unknown (keys)',
+    'verdict',
+  ];
+  const rows: string[][] = [];
+  for (const r of results) {
+    for (const config of CONFIGS) {
+      const c = r.perConfig[config];
+      if (c === undefined) continue;
+      const bad = ANOMALY_KINDS.some((k) => c[k] > 0);
+      rows.push([
+        targetName(r.target),
+        config,
+        fmt(c.keys),
+        fmt(c.calls),
+        fmt(c.effects),
+        String(c.duplicate),
+        String(c['wrong-replay']),
+        String(c['lost-result']),
+        String(c.stuck),
+        String(c.unapproved),
+        pct(c.frozenMidRequest, c.keys),
+        pct(c.outcomeUnknown, c.keys),
+        bad ? '**FAIL**' : 'PASS',
+      ]);
+    }
+  }
+  return render(header, rows);
+}
+
+/** The faults each run fired, a line per run. */
+export function faultLines(results: RunResult[]): string {
+  return results
+    .map((r) => {
+      const fired = Object.entries(r.faults)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ');
+      return `- ${targetName(r.target)} (seed ${r.seed}, ${r.engine}): ${fmt(r.calls)} calls in ${r.loadSeconds} s; faults fired: ${fired || 'none'}${r.skippedFaults ? ` (${r.skippedFaults} skipped: their worker was busy with a targeted freeze, or no other worker was up)` : ''}${r.unexpectedExits ? `; ${r.unexpectedExits} workers died by themselves` : ''}; verdict **${r.verdict}**${r.failures.length ? `: ${r.failures.join('; ')}` : ''}.`;
+    })
+    .join('\n');
+}
+
+export function mutationTable(rows: MutationRow[]): string {
+  return render(
+    [
+      'mutation',
+      'planted bug',
+      'where',
+      'run on',
+      'caught',
+      'as',
+      'runs',
+      'time to detect',
+      'seed',
+      'shrunk schedule',
+    ],
+    rows.map((m) => [
+      m.mutation,
+      m.bug.replaceAll('|', '\\|'),
+      m.where,
+      m.target,
+      m.detected ? 'yes' : '**NO**',
+      m.caughtAs.join(', ') || '-',
+      String(m.runs),
+      `${m.seconds.toFixed(0)} s`,
+      m.seed === undefined ? '-' : String(m.seed),
+      m.shrunk ?? '-',
+    ]),
+  );
 }
 
 export function historyText(h: KeyHistory): string {
   const cap = (lines: string[], n: number) =>
     lines.length > n ? [...lines.slice(0, n), `... ${lines.length - n} more`] : lines;
   return [
-    `key ${h.key} (${h.plan}), idempotency key ${h.idemKey}${h.cause ? `, cause: ${h.cause}` : ''}`,
+    `key ${h.key} (${h.plan}), idempotency key ${h.idemKey}`,
     'vendor log:',
     ...h.vendorLog.map((l) => `  ${l}`),
     'journal (workers and checker):',
     ...cap(h.journal, 40).map((l) => `  ${l}`),
-    'chaos:',
+    'faults around it:',
     ...cap(h.chaos, 15).map((l) => `  ${l}`),
     `record before the checker: ${h.recordBeforeChecker}`,
     `record after the checker:  ${h.recordFinal}`,
@@ -104,61 +161,23 @@ export function historyText(h: KeyHistory): string {
   ].join('\n');
 }
 
-const KNOWN_LIMIT = 'duplicate effect (plain vendor, frozen-mid-request)';
-
-/**
- * What failed per store, with one example key's history per failed invariant (and, with
- * `knownLimit`, one of the known limit: a holder frozen mid-request at the plain vendor).
- */
-export function details(results: SoakResult[], { knownLimit = true } = {}): string {
+/** Per failed run: its anomalies and one example history per kind. */
+export function details(results: RunResult[]): string {
   const out: string[] = [];
   for (const r of results) {
-    const f = r.faults;
-    const fired = Object.entries(f.targetedFired)
-      .map(([name, n]) => `${name} ${n}`)
-      .join(', ');
-    const outcomes = Object.entries(r.outcomes)
-      .sort((a, b) => b[1] - a[1])
-      .map(([name, n]) => `${name} ${fmt(n)}`)
-      .join(', ');
-    const checker = Object.entries(r.checkerOutcomes)
-      .sort((a, b) => b[1] - a[1])
-      .map(([name, n]) => `${name} ${fmt(n)}`)
-      .join(', ');
-    const i = r.invariants;
-    const dup = (['plain', 'dedupe'] as const)
-      .map(
-        (v) =>
-          `${v}: ${Object.entries(i.duplicates[v])
-            .map(([cause, n]) => `${cause} ${n}`)
-            .join(', ')}`,
-      )
-      .join('; ');
+    if (r.verdict === 'PASS') continue;
     out.push(
-      `### ${NAMES[r.store]}: ${r.verdict}`,
-      '',
-      `Run ${r.finishedAt} on ${r.code ?? 'unknown code'}; ${r.engine}. Load ${r.loadSeconds} s; ${fmt(r.keys)} keys, ${fmt(r.calls)} calls (${outcomes}). Faults: ${f.kills} worker SIGKILLs (${f.crashedCalls} calls in flight died with them, resumed elsewhere), ${f.stops} random SIGSTOPs past the lease, ${f.targetedFreezes} targeted freezes (${fired || 'none completed'}), ${r.store === 'sqlite' ? 'no engine to restart' : `${f.engineRestarts} engine crashes + restarts (down ${f.engineDownMs.mean} ms on average, ${f.engineDownMs.max} ms at most)`}; ${f.successors} successor calls sent while a holder was frozen, ${f.retries} retries of failed calls, ${f.lateRetries} late retries of settled keys; ${f.unexpectedExits} workers died by themselves, ${f.settleKills} killed at the drain timeout. Checker: ${checker}.`,
-      '',
-      `Effects: plain vendor ${fmt(i.plainEffects)}, dedupe vendor ${fmt(i.dedupeEffects)} (from ${fmt(i.dedupeRawRequests)} raw requests; its dedupe saved ${fmt(i.dedupeSaved)} keys). Keys with > 1 effect by cause: ${dup}.${
-        Object.keys(i.stuck.reasons).length > 0
-          ? ` Stuck: ${Object.entries(i.stuck.reasons)
-              .map(([why, n]) => `${n} ${why}`)
-              .join('; ')}.`
-          : ''
-      } Never ran before the checker: ${fmt(i.neverRan)} (${fmt(i.ranByChecker)} of them then ran once, by the checker). Records still in progress when the workers stopped, left to the checker's retry: ${fmt(i.inProgressAtSettle ?? 0)}.`,
+      `### ${targetName(r.target)}${r.mutation ? ` (mutation ${r.mutation})` : ''}: FAIL (seed ${r.seed})`,
       '',
     );
-    if (r.failures.length > 0) {
-      out.push('Failed:', '', ...r.failures.map((f) => `- ${f}`), '');
-    }
-    for (const [name, h] of Object.entries(r.examples)) {
-      if (name === KNOWN_LIMIT) {
-        if (!knownLimit) continue;
-        out.push('The known limit, an example (not a failure):');
-      } else {
-        out.push(`Example, ${name}:`);
-      }
-      out.push('', '```text', historyText(h), '```', '');
+    out.push(...r.failures.map((f) => `- ${f}`), '');
+    for (const a of r.anomalies.slice(0, 8))
+      out.push(`- ${a.kind} ${a.key} (${a.config}): ${a.detail}`);
+    out.push('');
+    for (const kind of ANOMALY_KINDS) {
+      const h = r.examples[kind];
+      if (h === undefined) continue;
+      out.push(`Example, ${kind}:`, '', '```text', historyText(h), '```', '');
     }
   }
   return out.join('\n');
@@ -166,69 +185,65 @@ export function details(results: SoakResult[], { knownLimit = true } = {}): stri
 
 export function method(): string {
   return [
-    "Written by `pnpm chaos` (chaos/, issue 16). Per store: worker processes run the keys through `createIdempotency` against the engine the harness started itself; every effect is a request to one of two vendor processes on 127.0.0.1 that log every request to a file before answering: a **plain** vendor without idempotency (the tool reconciles a stale call by asking it whether key K happened; a lookup that fails leaves the call outcome-unknown) and a **dedupe** vendor that honours `Idempotency-Key` like Stripe (the tool sends it with `idempotentFetch`, `onStale: 'reexecute'`, `vendorDedupes: true`) and counts raw requests. Right before its request the tool checks `ctx.signal` and `ctx.stillOwned?.()` and does not call the vendor when the attempt no longer owns the call.",
+    "Written by `pnpm chaos` (chaos/, issue 26): a seeded, randomized fault checker. Per store x driver, one run draws a schedule from its seed: keys under every configuration (the defaults with a plain `fetch`, `idempotentFetch`, `vendorDedupes` with `onStale: 'reexecute'`, `reconcile`, `withLocalCache`, the HTTP handler `idempotentHandler`, approvals), sent to worker processes at set times (10% to 3 workers at once, 20% called again after a \"lost reply\", late retries), a targeted freeze of the holder at each point of the tool for three configurations, and faults at set times: SIGKILL and SIGSTOP of workers, a TCP proxy between each worker and the store that delays, drops or blackholes each direction separately (one worker or all), store outages (the engine SIGSTOPped; SQLite: another process holding the write lock), engine crashes and restarts (Redis and Cluster on their AOF, PostgreSQL immediate shutdown), clock steps both ways (Redis and PostgreSQL: the engine's own clock, by a preload / libfaketime; SQLite, DynamoDB, PGlite: the workers' `Date.now`), and vendors that commit 300 ms after receipt or hold their replies past the tool's timeout. Every effect is a request to a vendor process that logs it; then every worker is continued and drained, a checker calls every key once more, and the history checker holds the vendor logs against what every caller was told and what the store holds.",
     '',
-    'Load: half the keys per vendor; 10% sent to 3 workers at once, 20% called again after a "lost reply", late retries of settled keys, failed calls retried with backoff, calls of killed workers resumed elsewhere. Chaos: SIGKILL of random workers (restarted), SIGSTOP of random workers for 1.5-3 leases (their calls retried elsewhere meanwhile), targeted freezes (a worker stops itself before its ownership check, on the wire after every check and before the vendor got the request, or after the vendor replied; a successor settles the key, then it is continued), engine crashes (Redis kill -9 on the same AOF, a Cluster master kill -9 and back, PostgreSQL immediate shutdown and start; SQLite: workers killed 3x as often), vendor replies held past the tool\'s timeout, vendor lookups answering 503. Settle: every worker continued and drained, a checker retries every key once more (reliable vendor), then the vendor logs are held against the store.',
-    '',
-    'Columns: "keys > 1 effect" counts every key the vendors saw more than one effect for; "frozen mid-request" is the limit no ownership check closes (a holder frozen after its check, before the vendor received the request): counted, not a failure, and only the plain vendor can show it. "effect but record missing / other outcome": the vendor did it, the store does not hold that outcome. "stuck": no outcome after the checker (explained = outcome-unknown because reconcile could not tell). "never ran": no effect and no record before the checker (the checker then ran them once). Verdict FAIL = any must-be-0 column above is not 0 (or a worker died by itself). calls/s is what this paced, fault-ridden load achieved, not a throughput figure.',
+    'Columns: "duplicates" = keys with more than one effect (outside the limit); "wrong replays" = callers told an outcome that is not this key\'s effect, or two outcomes; "lost results" = an effect no caller can get (record missing, failed or another outcome); "stuck" = no outcome and nothing explains it (the final call fails, or a caller was told outcome-unknown while nothing had happened to the key\'s holders); "unapproved" = an effect of a rejected approval. The limits the design names, counted apart: "frozen mid-request" = a holder frozen after its last ownership check and before the vendor got the request, at a vendor that does not dedupe (a second effect); "outcome-unknown" = keys whose final answer is outcome-unknown (or the HTTP handler\'s 500 `request_failed`) where reconcile cannot tell (no reconcile) and a fault explains the stale record. Verdict FAIL = any anomaly column above is not 0.',
   ].join('\n');
 }
 
-/** Replace the earlier copy of the section in RESULTS.md (or add it at the end). */
+/** Replace the earlier copy of the section in RESULTS.md (the old "Chaos soak" too). */
 export function writeSection(file: string, heading: string, body: string): void {
   let text = existsSync(file) ? readFileSync(file, 'utf8') : '# Bench results\n';
-  const at = text.indexOf(`\n${heading}\n`);
-  if (at >= 0) {
-    const next = text.indexOf('\n## ', at + heading.length + 1);
-    text = text.slice(0, at + 1) + (next >= 0 ? text.slice(next + 1) : '');
+  for (const h of [heading, OLD_HEADING]) {
+    const at = text.indexOf(`\n${h}\n`);
+    if (at < 0) continue;
+    let next = text.indexOf('\n## ', at + h.length + 1);
+    if (next < 0) next = text.length;
+    text = text.slice(0, at + 1) + text.slice(next + 1);
   }
   writeFileSync(file, `${text.trimEnd()}\n\n${heading}\n\n${body.trimEnd()}\n`);
 }
 
-/**
- * Merge `results` into chaos.json and rewrite the RESULTS.md section from it (no results: render
- * the section again from chaos.json as it is).
- */
+const strip = (r: RunResult): RunResult => ({ ...r, anomalies: r.anomalies.slice(0, 50) });
+
+/** Write results/chaos.json and the RESULTS.md section. */
 export function writeResults(
-  results: SoakResult[],
+  file: Omit<ResultsFile, 'updatedAt' | 'machine'>,
   benchDir = BENCH_DIR,
-): { markdown: string; all: SoakResult[] } {
-  const mdFile = join(benchDir, 'RESULTS.md');
-  const jsonFile = join(benchDir, 'results', 'chaos.json');
-  let file: ResultsFile = { updatedAt: '', machine: '', stores: {} };
-  if (existsSync(jsonFile)) {
-    try {
-      file = JSON.parse(readFileSync(jsonFile, 'utf8')) as ResultsFile;
-    } catch {
-      // a broken file is replaced
-    }
-  }
-  for (const r of results) {
-    file.stores[r.store] = {
-      ...r,
-      targeted: r.targeted.map(({ history: _history, ...t }) => t),
-    };
-  }
-  if (results.length > 0) {
-    file.updatedAt = new Date().toISOString();
-    file.machine = machine();
-  }
+): string {
+  const full: ResultsFile = {
+    updatedAt: new Date().toISOString(),
+    machine: machine(),
+    code: file.code,
+    runs: file.runs.map(strip),
+    mutations: file.mutations,
+  };
   mkdirSync(join(benchDir, 'results'), { recursive: true });
-  writeFileSync(jsonFile, `${JSON.stringify(file, null, 2)}\n`);
-  const all = STORE_KINDS.map((kind) => file.stores[kind]).filter(
-    (r): r is SoakResult => r !== undefined,
-  );
+  writeFileSync(join(benchDir, 'results', 'chaos.json'), `${JSON.stringify(full, null, 2)}\n`);
+  const totals = (key: 'calls' | 'keys') => file.runs.reduce((n, r) => n + r[key], 0);
   const markdown = [
     method(),
     '',
-    `Machine: ${file.machine}. Engines, vendors, workers and the harness share it.`,
+    `Run of ${full.updatedAt.slice(0, 16).replace('T', ' ')} UTC on ${file.code}; machine: ${full.machine} (engines, vendors, workers and the harness share it). ${fmt(totals('keys'))} keys, ${fmt(totals('calls'))} calls in all.`,
     '',
-    table(all),
+    table(file.runs),
     '',
-    "Each store below: what ran and what the vendors saw; for a failed invariant, one key's whole story (the vendor's log, every worker's journal lines for the key, the faults around it, the record before and after the checker). The known limit's examples are in results/chaos.json.",
+    'Faults per run:',
     '',
-    details(all, { knownLimit: false }),
+    faultLines(file.runs),
+    '',
+    '### The mutation table',
+    '',
+    'Known bugs planted without editing the product (a patched copy of `packages/core/dist` loaded by a module-resolution hook, or a wrapper store), each run with fresh seeds until the checker reports an anomaly. "time to detect" is the wall time from the first run\'s start to the detecting run\'s verdict; the shrunk schedule is the smallest found that still fails, saved under `bench/results/chaos-failures/`.',
+    '',
+    file.mutations.length === 0 ? '(not run)' : mutationTable(file.mutations),
+    '',
+    ...file.mutations
+      .filter((m) => m.command !== undefined)
+      .map((m) => `- ${m.mutation}: \`${m.command}\``),
+    '',
+    details(file.runs),
   ].join('\n');
-  writeSection(mdFile, HEADING, markdown);
-  return { markdown, all };
+  writeSection(join(benchDir, 'RESULTS.md'), HEADING, markdown);
+  return markdown;
 }

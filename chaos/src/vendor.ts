@@ -9,9 +9,11 @@
  *   every later one gets the stored reply; each request is logged, so the raw requests per key
  *   show how often the dedupe was what saved a key.
  *
- * Faults it injects (changed with `POST /control`): a reply held back past the tool's timeout
- * after the effect was recorded (`slowRate`, the tool sees no reply), a lookup answered 503
- * (`lookupFailRate`, the tool's reconcile cannot tell).
+ * Faults it injects (changed with `POST /control`): an effect that commits `commitMs` after the
+ * request arrived (`lookup` does not see it before; the reply waits for it), a reply held back
+ * past the tool's timeout after the effect committed (`slowMs` for every effect while set, or at
+ * random with `slowRate`: the tool sees no reply), a lookup answered 503 (`lookupFailRate`: the
+ * tool's reconcile cannot tell).
  *
  * Run as a child process with `CHAOS_VENDOR` (JSON: {@link VendorSettings}) and an IPC channel; it
  * sends `{ port }` once listening.
@@ -30,15 +32,27 @@ export interface VendorSettings {
   lookupFailRate: number;
 }
 
+/** What `POST /control` changes. */
+export interface VendorControl {
+  slowRate?: number;
+  lookupFailRate?: number;
+  /** Every effect commits this long after receipt (0: at once). */
+  commitMs?: number;
+  /** Every effect's reply is held this long (0: none beyond `slowRate`). */
+  holdMs?: number;
+}
+
 const settings = JSON.parse(process.env.CHAOS_VENDOR ?? '{}') as VendorSettings;
 const random = createRandom(settings.seed);
 const log = openSync(settings.log, 'a');
 let seq = 0;
 let { slowRate, lookupFailRate } = settings;
+let commitMs = 0;
+let holdMs = 0;
 /** Logical key -> the first effect's id (plain: what `lookup` answers). */
 const effects = new Map<string, string>();
-/** Idempotency-Key -> the stored reply's id (dedupe). */
-const replies = new Map<string, string>();
+/** Idempotency-Key -> the stored reply's id, once committed (dedupe). */
+const replies = new Map<string, Promise<string>>();
 
 function header(req: IncomingMessage, name: string): string {
   const value = req.headers[name];
@@ -72,14 +86,25 @@ async function effect(req: IncomingMessage, res: ServerResponse): Promise<void> 
   if (settings.name === 'dedupe' && idem === '') {
     return send(res, 400, { error: 'Idempotency-Key missing' });
   }
-  let id = settings.name === 'dedupe' ? replies.get(idem) : undefined;
-  const isEffect = id === undefined;
-  if (id === undefined) {
+  const known = settings.name === 'dedupe' ? replies.get(idem) : undefined;
+  const isEffect = known === undefined;
+  let id: string;
+  let committed = received;
+  if (known !== undefined) {
+    id = await known;
+  } else {
     id = `${settings.name}-${++seq}`;
-    if (settings.name === 'dedupe') replies.set(idem, id);
-    if (!effects.has(key)) effects.set(key, id);
+    const delay = commitMs;
+    const commit = (async () => {
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+      if (!effects.has(key)) effects.set(key, id);
+      return id;
+    })();
+    if (settings.name === 'dedupe') replies.set(idem, commit);
+    await commit;
+    committed = Date.now();
   }
-  const slow = isEffect && random.chance(slowRate);
+  const held = isEffect ? (holdMs > 0 ? holdMs : random.chance(slowRate) ? settings.slowMs : 0) : 0;
   const line: VendorLine = {
     vendor: settings.name,
     key,
@@ -93,11 +118,12 @@ async function effect(req: IncomingMessage, res: ServerResponse): Promise<void> 
     started: Number(header(req, 'x-chaos-started')),
     checked: Number(header(req, 'x-chaos-checked')),
     received,
-    ...(slow ? { slow } : {}),
+    committed,
+    ...(held > 0 ? { slow: true } : {}),
   };
   // Logged before the reply: the effect is on file whatever happens to the caller.
   writeSync(log, `${JSON.stringify(line)}\n`);
-  if (slow) await new Promise((resolve) => setTimeout(resolve, settings.slowMs));
+  if (held > 0) await new Promise((resolve) => setTimeout(resolve, held));
   send(res, 200, { id, key });
 }
 
@@ -114,10 +140,12 @@ const server = createServer((req, res) => {
   }
   if (req.method === 'POST' && url.pathname === '/control') {
     readBody(req).then((text) => {
-      const change = JSON.parse(text) as { slowRate?: number; lookupFailRate?: number };
+      const change = JSON.parse(text) as VendorControl;
       slowRate = change.slowRate ?? slowRate;
       lookupFailRate = change.lookupFailRate ?? lookupFailRate;
-      send(res, 200, { slowRate, lookupFailRate });
+      commitMs = change.commitMs ?? commitMs;
+      holdMs = change.holdMs ?? holdMs;
+      send(res, 200, { slowRate, lookupFailRate, commitMs, holdMs });
     });
     return;
   }

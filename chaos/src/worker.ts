@@ -1,15 +1,17 @@
 /**
- * A worker process of the soak: opens the store, runs the calls the harness sends it through
- * `createIdempotency` (several at once), reports each outcome, and may be SIGKILLed, SIGSTOPped or
- * asked to freeze itself at a point of the tool at any time. `drain`: finish the calls in flight,
- * close the store, exit.
+ * A worker process of the checker: opens the store (through its slot's proxy), runs the calls
+ * the harness sends it (several at once, every configuration), reports each outcome, and may be
+ * SIGKILLed, SIGSTOPped, asked to freeze itself at a point of the tool, or have its clock stepped
+ * (clock-preload.ts) at any time. `drain`: finish the calls in flight, close the store, exit.
  *
- * Started by the harness with `CHAOS_WORKER` (JSON: WorkerSettings) and an IPC channel.
+ * Started by the harness with `CHAOS_WORKER` (JSON: WorkerSettings) and an IPC channel, under
+ * `--import clock-preload.ts` and, in a mutation run, `--import core-hook-register.ts`.
  */
-import { createIdempotency } from '@idempotent-tools/core';
+import { createApprovals, createIdempotency, withLocalCache } from '@idempotent-tools/core';
+import { idempotentHandler } from '@idempotent-tools/core/http';
 import { createRandom } from './random.ts';
 import { openStore } from './stores.ts';
-import { createTools } from './tools.ts';
+import { createTools, realNow } from './tools.ts';
 import type { CallReport, FromWorker, ToWorker, WorkerSettings } from './types.ts';
 
 const settings = JSON.parse(process.env.CHAOS_WORKER ?? '{}') as WorkerSettings;
@@ -24,14 +26,15 @@ process.on('unhandledRejection', (error) => {
 });
 
 const { store, close } = await openStore(settings.store);
-const idempotency = createIdempotency({
-  store,
-  lease: settings.lease,
-  waitTimeout: settings.waitTimeout,
-  ttl: settings.ttl,
-});
+const options = { lease: settings.lease, waitTimeout: settings.waitTimeout, ttl: settings.ttl };
+const idempotency = createIdempotency({ store, ...options });
+const cached = createIdempotency({ store: withLocalCache(store), ...options });
 const tools = createTools({
   idempotency,
+  cached,
+  approvals: createApprovals(idempotency, { ttl: settings.ttl }),
+  wrapHandler: (handler) =>
+    idempotentHandler(handler, { idempotency, scope: () => 'chaos', name: 'chaos.httpHandler' }),
   settings,
   worker,
   journalPath: settings.journal,
@@ -40,7 +43,7 @@ const tools = createTools({
   // SIGCONTs it later. Execution goes on after `process.kill` returns, i.e. once continued.
   freeze: (callId, key, phase) =>
     new Promise<void>((resolve) => {
-      const at = Date.now();
+      const at = realNow();
       tools.journal({ key, ev: 'frozen', callId, detail: phase });
       send({ type: 'frozen', id: callId, key, phase, at }, () => {
         process.kill(process.pid, 'SIGSTOP');
@@ -66,6 +69,7 @@ const report = (r: CallReport & { error?: unknown }): CallReport => {
 };
 
 process.on('message', (message: ToWorker) => {
+  if (message.type === 'clock') return; // clock-preload.ts
   if (message.type === 'drain') {
     draining = true;
     void finishIfDrained();
@@ -73,15 +77,21 @@ process.on('message', (message: ToWorker) => {
   }
   inFlight++;
   void (async () => {
-    const options = {
+    const callOptions = {
       callId: message.id,
       ...(message.freeze === undefined ? {} : { freeze: message.freeze }),
+      ...(message.decision === undefined ? {} : { decision: message.decision }),
     };
-    const first = report(await tools.call(message.key, message.vendor, options));
+    const first = report(await tools.call(message.key, message.config, callOptions));
     let again: CallReport | undefined;
     // The first reply was "lost": the caller sends the same call again after the tool ran.
     if (message.lostReply && first.ok) {
-      again = report(await tools.call(message.key, message.vendor, { callId: message.id }));
+      again = report(
+        await tools.call(message.key, message.config, {
+          callId: message.id,
+          ...(message.decision === undefined ? {} : { decision: message.decision }),
+        }),
+      );
     }
     send({
       type: 'done',
@@ -89,6 +99,7 @@ process.on('message', (message: ToWorker) => {
       key: message.key,
       first,
       ...(again === undefined ? {} : { again }),
+      at: realNow(),
     });
     inFlight--;
     await finishIfDrained();
