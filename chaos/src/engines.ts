@@ -473,6 +473,11 @@ async function startPostgres(target: Target, dir: string, downMs: number): Promi
   }
   const clock = LIBFAKETIME === undefined ? undefined : clockFile(home);
   if (clock !== undefined) chmodSync(clock.path, 0o644);
+  else {
+    console.warn(
+      '[chaos] libfaketime not found (Debian: apt-get install -y faketime): PostgreSQL runs without clock steps.',
+    );
+  }
   const run = (args: string[], env: string[] = []) => {
     const [command, ...rest] = [...prefix, 'env', ...env, ...args];
     return spawnChild(command!, rest);
