@@ -33,8 +33,8 @@ test('the demo turn: a lost reply is replayed, a parallel duplicate runs once, d
   expect(text).toMatch(/died by SIGKILL/);
   expect(text).toMatch(/"replayed":true\}\s+\[call_f1\]/);
 
-  // Every call is in the audit log of the SQLite file, for `idempotent-tools stats`: the demo
-  // prints that command last.
+  // Every call is in the audit log of the SQLite file, for `idempotent-tools stats`: `pnpm demo`
+  // prints that command last (src/main.ts).
   const store = openSqliteStore(demoFiles(dir).database);
   const audit = createSqliteAuditLog(store.database);
   try {
@@ -45,7 +45,6 @@ test('the demo turn: a lost reply is replayed, a parallel duplicate runs once, d
     await audit.close();
     await store.close();
   }
-  expect(result.transcript.at(-1)).toBe(`  ${statsCommand(demoFiles(dir).database)}`);
 });
 
 test("pnpm demo's check fails on a charge that ran twice, went missing or went to another turn", () => {
@@ -86,4 +85,13 @@ test('the stats command the demo prints runs from where the user is', () => {
   expect(elsewhere.startsWith(`cd `)).toBe(true);
   expect(elsewhere).toContain(folder);
   expect(elsewhere.endsWith(` && ${command} 'sqlite:/tmp/x y/db.sqlite'`)).toBe(true);
+  // `pnpm demo` at the repository's root: the root's own `pnpm cli`, the file from the root.
+  const root = join(folder, '../..');
+  expect(statsCommand(own, root, { repositoryRoot: root })).toBe(
+    `pnpm cli stats --store sqlite:${twoUp}/.demo-data/idempotency.sqlite`,
+  );
+  // Under `pnpm start` in the demo's folder the root's scripts are not at hand: npx, as above.
+  expect(statsCommand(own, folder, { repositoryRoot: root })).toBe(
+    `${command} sqlite:.demo-data/idempotency.sqlite`,
+  );
 });

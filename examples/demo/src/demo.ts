@@ -228,8 +228,6 @@ export async function runDemo(
   say(
     `  tool calls: ${events.length}; executed ${count('executed')}, replayed ${count('replayed')}, waited+replayed ${count('waited')}, drift ${count('drift')}`,
   );
-  say('\nWhat the store kept (records by state; calls and the replay rate from its audit log):');
-  say(`  ${statsCommand(files.database)}`);
   const chargesBy: Record<string, number> = {};
   for (const { turn, amount } of vendor.charges) {
     chargesBy[`${turn} ${amount}`] = (chargesBy[`${turn} ${amount}`] ?? 0) + 1;
@@ -271,13 +269,24 @@ export function problems(result: Pick<DemoResult, 'chargesBy' | 'customers'>): s
 }
 
 /**
- * The CLI command that shows the store's records, calls and replay rate (`@idempotent-tools/cli`
- * is installed in the demo's folder), as a shell line to run in `cwd`.
+ * The CLI command that shows the store's records, calls and replay rate, as a shell line to run
+ * in `cwd`. Under `pnpm demo` at the repository's root it is the root's `pnpm cli`; elsewhere
+ * `npx @idempotent-tools/cli`, which runs the CLI installed in the demo's folder (a dependency of
+ * the demo), from that folder.
  */
-export function statsCommand(database: string, cwd = process.cwd()): string {
+export function statsCommand(
+  database: string,
+  cwd = process.cwd(),
+  at: { repositoryRoot?: string } = {},
+): string {
   const folder = dirname(dirname(fileURLToPath(import.meta.url)));
   const quote = (text: string) =>
     /^[\w./:@+-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
+  if (at.repositoryRoot !== undefined && relative(at.repositoryRoot, cwd) === '') {
+    const inside = relative(cwd, database);
+    const file = inside.startsWith('..') || isAbsolute(inside) ? database : inside;
+    return `pnpm cli stats --store ${quote(`sqlite:${file}`)}`;
+  }
   const inside = relative(folder, database);
   const file = inside.startsWith('..') || isAbsolute(inside) ? database : inside;
   const command = `npx @idempotent-tools/cli stats --store ${quote(`sqlite:${file}`)}`;

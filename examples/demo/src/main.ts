@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { problems, runDemo } from './demo.js';
+import { demoFiles, problems, runDemo, statsCommand } from './demo.js';
 import { quietSqliteWarning } from './quiet.js';
 
 quietSqliteWarning();
@@ -94,4 +94,10 @@ if (absent.length > 0) {
 }
 print(
   `\nEvery side effect ran exactly once, for the user who asked. Run \`${inRepository ? 'pnpm' : 'npm'} test\` for the proofs.`,
+);
+// Last, so it is the line left on the screen: the CLI on the core walk-through's store.
+const repositoryRoot = fileURLToPath(new URL('../../../', import.meta.url));
+print('\nWhat the store kept (records by state; calls and the replay rate from its audit log):');
+print(
+  `  ${statsCommand(demoFiles().database, process.cwd(), inRepository ? { repositoryRoot } : {})}`,
 );
