@@ -6,12 +6,14 @@
  * 1. In the repo, each example links its `@idempotent-tools/*` dependencies (published ranges,
  *    `^0.1.0`) to the workspace packages, and is a project of its own (no `workspace:`, no
  *    tsconfig `extends`).
- * 2. Every publishable package is packed (`pnpm pack`, which rewrites `workspace:` ranges); each
- *    tarball holds LICENSE and README.md and no source map, and each package's
- *    `@idempotent-tools/*` dependencies are satisfied by the versions packed.
- * 3. Each example is copied to a folder outside the repo, its `@idempotent-tools/*` dependencies
- *    pointed at the tarballs (npm `overrides` for the ones between our packages), then
- *    `npm install`, `npm start`, `npm test` and `npm run typecheck` there.
+ * 2. Every publishable package is packed as `pnpm pack:local` packs it (`packLocal` of
+ *    scripts/local-packages.mjs: `pnpm pack`, which rewrites `workspace:` ranges); each tarball
+ *    holds LICENSE and README.md and no source map, and each package's `@idempotent-tools/*`
+ *    dependencies are satisfied by the versions packed.
+ * 3. Each example is copied to a folder outside the repo as `pnpm create-example` copies it
+ *    (`createExample`: its `@idempotent-tools/*` dependencies pointed at the tarballs, npm
+ *    `overrides` for the ones between our packages), then `npm install`, `npm start`, `npm test`
+ *    and `npm run typecheck` there.
  * 4. Each package alone: a fresh project installs only what the package's README says to install
  *    (the first `npm i` of its "Install" section: its tarball, ours as the registry would give
  *    them, the rest from the registry; npm adds the required peers), imports every entry point
@@ -26,7 +28,6 @@
  */
 import { spawn } from 'node:child_process';
 import {
-  cpSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -40,6 +41,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createExample, packLocal } from './local-packages.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const args = process.argv.slice(2);
@@ -345,41 +347,39 @@ const packageDirs = readdirSync(join(root, 'packages')).filter((dir) => {
   );
 }
 
-// 2. Pack ------------------------------------------------------------------------------------
+// 2. Pack, as `pnpm pack:local` does -------------------------------------------------------
 const tarballDir = join(work, 'tarballs');
-mkdirSync(tarballDir);
 /** @type {Map<string, { dir: string, file: string, manifest: any }>} */
 const tarballs = new Map();
+/** package name -> tarball, as `packLocal` returns it (and `createExample` takes it). */
+let packed = /** @type {Record<string, string>} */ ({});
 {
   const started = performance.now();
-  const build = await run(
-    'pnpm',
-    ['exec', 'turbo', 'run', 'build', '--filter=./packages/*', '--output-logs=errors-only'],
-    { cwd: root, log: join(logs, 'build.log') },
-  );
-  if (!build.ok) {
-    report('build', 'build: FAILED', tail(build.output));
+  const log = join(logs, 'pack.log');
+  try {
+    packed = await packLocal({
+      dest: tarballDir,
+      print: (text) => writeFileSync(log, `${text}\n`, { flag: 'a' }),
+    });
+  } catch (error) {
+    report('pack', 'pack: FAILED', tail(error instanceof Error ? error.message : String(error)));
     process.exit(1);
   }
-  const packed = await Promise.all(
-    packageDirs.map(async (dir) => {
-      const result = await run('pnpm', ['pack', '--json', '--pack-destination', tarballDir], {
-        cwd: join(root, 'packages', dir),
-        log: join(logs, `pack-${dir}.log`),
-      });
-      return { dir, result };
-    }),
-  );
   /** @type {string[]} */
   const problems = [];
-  for (const { dir, result } of packed) {
-    if (!result.ok) {
-      problems.push(`${dir}: pnpm pack failed\n${tail(result.output)}`);
-      continue;
+  const dirOf = new Map(
+    packageDirs.map((dir) => [readJson(join(root, 'packages', dir, 'package.json')).name, dir]),
+  );
+  for (const [name, file] of Object.entries(packed)) {
+    const dir = dirOf.get(name);
+    if (dir === undefined) problems.push(`${name}: packed, but not a package of packages/`);
+    else {
+      const manifest = readJson(join(root, 'packages', dir, 'package.json'));
+      tarballs.set(name, { dir, file, manifest });
     }
-    const json = JSON.parse(result.output.slice(result.output.indexOf('{')));
-    const manifest = readJson(join(root, 'packages', dir, 'package.json'));
-    tarballs.set(json.name, { dir, file: json.filename, manifest });
+  }
+  for (const [name, dir] of dirOf) {
+    if (!tarballs.has(name)) problems.push(`${dir}: not packed`);
   }
   // What a tarball's package.json says, as the registry would serve it.
   for (const [name, tarball] of tarballs) {
@@ -430,27 +430,24 @@ const nameWidth = Math.max(
 
 // 3. Each example, copied out ----------------------------------------------------------------
 /**
- * Copy an example out, point it at the tarballs, `npm install`.
+ * Copy an example out as `pnpm create-example` does (pointed at the tarballs), `npm install`.
  * @param {string} name
  */
 async function installExample(name) {
   // A folder of its own (no siblings beside it), as a user's copy would be.
   const dir = join(work, 'examples', name, name);
   const log = join(logs, `example-${name}.log`);
-  cpSync(join(root, 'examples', name), dir, {
-    recursive: true,
-    filter: (source) => !/[/\\](node_modules|\.demo-data|dist|\.turbo)$/.test(source),
-  });
-  const pkg = readJson(join(dir, 'package.json'));
-  for (const field of ['dependencies', 'devDependencies']) {
-    for (const dep of Object.keys(pkg[field] ?? {})) {
-      if (dep.startsWith('@idempotent-tools/') && tarballs.has(dep)) {
-        pkg[field][dep] = fileSpec(dep);
-      }
-    }
+  try {
+    createExample({
+      name,
+      dir,
+      packages: packed,
+      print: (text) => writeFileSync(log, `${text}\n`, { flag: 'a' }),
+    });
+  } catch (error) {
+    const output = `create-example: ${error instanceof Error ? error.message : String(error)}`;
+    return { name, dir, log, install: { ok: false, ms: 0, output } };
   }
-  pkg.overrides = overrides();
-  writeFileSync(join(dir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   return { name, dir, log, install: await run('npm', ['install'], { cwd: dir, log }) };
 }
 

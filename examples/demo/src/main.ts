@@ -89,7 +89,7 @@ if (failures.length > 0) {
 }
 if (absent.length > 0) {
   print(
-    `\nThe framework examples (${absent.join(', ')}) are not beside this folder: each is a project of its own, run it with \`npm install && npm start\` in its folder.`,
+    `\nThe framework examples (${absent.join(', ')}) are not beside this folder: each is a project of its own. To have one run here too, \`pnpm create-example ${absent[0]} ${folderOf(absent[0] ?? '').replace(/\/$/, '')}\` in a clone of the repository (until the packages are on the npm registry), then \`npm install\` in that folder.`,
   );
 }
 print(
