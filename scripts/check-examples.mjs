@@ -8,7 +8,9 @@
  * - examples/README.md, its table: every example;
  * - examples/demo/src/main.ts, the `examples` it runs: every example but the demo itself;
  * - examples/demo/README.md, the `[`name`](../name/)` links of what it runs: the same;
- * - each example's README says how to copy it out (`pnpm create-example <name> `).
+ * - each example's README says how to copy it out (`pnpm create-example <name> `);
+ * - each example refuses a Node.js that is too old at `npm install`: `engines.node` is the
+ *   repository's own and its `.npmrc` has `engine-strict=true`.
  *
  * Run by `pnpm lint`. Exit code 1 with one line per list that disagrees, naming what it lacks and
  * what it names that is not a folder of `examples/`.
@@ -18,6 +20,7 @@ import { join } from 'node:path';
 import { exampleNames, repoRoot } from './local-packages.mjs';
 
 const examples = exampleNames();
+const rootEngines = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')).engines.node;
 const frameworkExamples = examples.filter((name) => name !== 'demo');
 const read = (/** @type {string} */ path) => readFileSync(join(repoRoot, path), 'utf8');
 
@@ -102,12 +105,25 @@ for (const name of examples) {
       `examples/${name}/README.md: does not say how to copy it out (\`pnpm create-example ${name} <folder>\`)`,
     );
   }
+  const engines = JSON.parse(read(`examples/${name}/package.json`)).engines?.node;
+  if (engines !== rootEngines) {
+    problems.push(
+      `examples/${name}/package.json: engines.node is ${JSON.stringify(engines)}, the repository's is "${rootEngines}"`,
+    );
+  }
+  let npmrc = '';
+  try {
+    npmrc = read(`examples/${name}/.npmrc`);
+  } catch {}
+  if (!/^engine-strict=true$/m.test(npmrc)) {
+    problems.push(
+      `examples/${name}/.npmrc: no \`engine-strict=true\` (npm would install it on a Node.js that is too old)`,
+    );
+  }
 }
 
 if (problems.length > 0) {
-  console.error(
-    `check-examples: ${problems.length} finding(s), the lists of examples against the folders of examples/:`,
-  );
+  console.error(`check-examples: ${problems.length} finding(s) in the examples and their lists:`);
   for (const problem of problems) console.error(`  ${problem}`);
   console.error(
     `The examples (folders of examples/ with a package.json): ${examples.join(', ')}. Add or remove the entries above.`,
