@@ -14,12 +14,13 @@
  *    (`createExample`: its `@idempotent-tools/*` dependencies pointed at the tarballs, npm
  *    `overrides` for the ones between our packages), then `npm install`, `npm start`, `npm test`
  *    and `npm run typecheck` there.
- * 4. Each package alone: a fresh project installs only what the package's README says to install
- *    (the first `npm i` of its "Install" section: its tarball, ours as the registry would give
- *    them, the rest from the registry; npm adds the required peers), imports every entry point
- *    (runs the CLI's bin), and `npm ls` finds nothing missing. Where the README has a TypeScript
- *    "Drop-in", its first block is typechecked in that project with `tsc --init` defaults plus
- *    `skipLibCheck: false`, under TypeScript 5.9 and TypeScript 7.
+ * 4. Each package alone, set up as its README says: `npm init -y` in a fresh folder, then the
+ *    commands of the first sh block of its "Install" section as written (our packages as their
+ *    tarballs, the rest from the registry). Every entry point imports (the CLI's bin runs),
+ *    `npm ls` finds nothing missing, and every ```ts block of the README that starts with
+ *    `import` (a complete file; the others are excerpts) compiles as pasted, no prelude, with
+ *    `tsc --init` defaults plus `skipLibCheck: false`, under TypeScript 5.9 and TypeScript 7,
+ *    importing only what the Install section installed.
  *
  * One line per example and per package; exit 1 if any failed (its log's tail is printed below
  * its line, and the logs are kept). Needs Node >= 22, pnpm, npm and the npm registry.
@@ -54,112 +55,6 @@ const TYPESCRIPTS = [
   { alias: 'typescript', spec: readJson(join(root, 'package.json')).devDependencies.typescript },
   { alias: 'typescript7', spec: 'npm:typescript@7' },
 ];
-
-/**
- * What the user's own code around each README's Drop-in has: `extras` are installed besides what
- * the Install section says (packages the snippet's own code uses, or an optional peer the README
- * says to install for it), `prelude` declares the snippet's free names with real types, `check`
- * asserts what the snippet's results are. Only the snippet's imports must come from the Install
- * section, the extras or a peer.
- * @type {Record<string, { extras?: string[], prelude?: string, check?: string }>}
- */
-const DROP_IN = {
-  core: {
-    prelude: `
-declare const turnId: string;
-declare const args: { amount: number; currency: string };
-declare function chargeCard(
-  args: { amount: number; currency: string },
-  ctx: { key: string; signal: AbortSignal },
-): Promise<{ chargeId: string }>;`,
-    check: 'value.chargeId satisfies string;\nreplayed satisfies boolean;',
-  },
-  'store-sqlite': {
-    prelude: `
-declare const turnId: string;
-declare const args: { amount: number; currency: string };
-declare function chargeCard(
-  args: { amount: number; currency: string },
-  ctx: { key: string; signal: AbortSignal },
-): Promise<{ chargeId: string }>;`,
-    check: 'value.chargeId satisfies string;\nreplayed satisfies boolean;',
-  },
-  'store-postgres': {
-    extras: ['@types/pg'],
-    prelude: `
-import pg from 'pg';
-const pool = new pg.Pool({ connectionString: 'postgres://app@db/app' });
-declare const turnId: string;
-declare const args: { amount: number; currency: string };
-declare function chargeCard(
-  args: { amount: number; currency: string },
-  ctx: { key: string; signal: AbortSignal },
-): Promise<{ chargeId: string }>;`,
-    check: 'value.chargeId satisfies string;\nreplayed satisfies boolean;',
-  },
-  'store-dynamodb': {},
-  'store-redis': {
-    prelude: `
-declare const process: { env: Record<string, string | undefined> };`,
-  },
-  'ai-sdk': {
-    prelude: `
-import type { LanguageModel, Tool } from 'ai';
-declare const model: LanguageModel;
-declare const chargeCard: Tool<{ amount: number }, { chargeId: string }>;
-declare const sendEmail: Tool<{ to: string; body: string }, { sent: boolean }>;`,
-  },
-  langchain: {
-    extras: ['langchain'],
-    prelude: `
-import { createAgent } from 'langchain';
-import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
-import type { BaseMessage } from '@langchain/core/messages';
-import type { StructuredToolInterface } from '@langchain/core/tools';
-declare const model: BaseChatModel;
-declare const tools: StructuredToolInterface[];
-declare const messages: BaseMessage[];
-declare const chatId: string;`,
-  },
-  openai: {
-    extras: ['openai', 'zod'],
-    prelude: `
-import { createIdempotency, createToolDispatcher } from '@idempotent-tools/openai';
-import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import type {
-  ChatCompletionMessage,
-  ChatCompletionMessageParam,
-} from 'openai/resources/chat/completions';
-import { z } from 'zod';
-const TicketArgs = z.object({ title: z.string() });
-declare function createTicket(args: z.infer<typeof TicketArgs>): Promise<{ ticketId: string }>;
-declare const message: ChatCompletionMessage;
-declare const messages: ChatCompletionMessageParam[];
-declare const chat: { id: string };`,
-  },
-  mcp: {
-    extras: ['@modelcontextprotocol/server', 'zod'],
-    prelude: `
-import { z } from 'zod';
-declare function createTicket(args: { title: string }): Promise<{
-  content: Array<{ type: 'text'; text: string }>;
-}>;`,
-  },
-  anthropic: {},
-  'google-genai': {
-    prelude: `
-declare function createTicket(args: { title: string }): Promise<{ ticketId: string }>;
-declare const chat: { id: string; history: import('@google/genai').Content[] };
-declare const userText: string;`,
-    check: 'response.text satisfies string | undefined;',
-  },
-  mastra: {},
-  otel: {
-    prelude: `
-import type { IdempotencyStore } from '@idempotent-tools/core';
-declare const store: IdempotencyStore;`,
-  },
-};
 
 // ---------------------------------------------------------------------------------------------
 
@@ -497,21 +392,55 @@ function diagnostics(/** @type {string} */ output) {
   return { ours, theirs, count };
 }
 
-/** The first `npm i ...` of a README's Install section: the packages it names. */
-function installLine(/** @type {string} */ readme) {
-  const section = /^## Install\n([\s\S]*?)(?=^## )/m.exec(readme)?.[1] ?? '';
-  const line = /^npm (?:i|install) (.*)$/m.exec(section)?.[1];
-  if (line === undefined) return undefined;
-  return line
-    .replace(/#.*$/, '')
-    .split(/\s+/)
-    .filter((word) => word !== '' && !word.startsWith('-'));
+/**
+ * The commands of a README's Install section, as a user types them: the lines of its first
+ * ```sh block, each split into words (comments and blank lines left out).
+ */
+function installCommands(/** @type {string} */ readme) {
+  const section = /^## Install\n([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(readme)?.[1] ?? '';
+  const block = /^```sh\n([\s\S]*?)^```/m.exec(section)?.[1];
+  if (block === undefined) return undefined;
+  return block
+    .split('\n')
+    .map((text) => text.replace(/(^|\s)#.*$/, '').trim())
+    .filter((text) => text !== '')
+    .map((text) => text.split(/\s+/));
 }
 
-/** The first ```ts block of a README's Drop-in section. */
-function dropIn(/** @type {string} */ readme) {
-  const section = /^## Drop-in\n([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(readme)?.[1] ?? '';
-  return /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+/** `name` of `name@range` (and of `@scope/name@range`). */
+const packageOf = (/** @type {string} */ word) => {
+  const at = word.lastIndexOf('@');
+  return at > 0 ? word.slice(0, at) : word;
+};
+
+/**
+ * A README's ```ts blocks, in order. One that starts with `import` is a complete file (it must
+ * compile as pasted); the others are excerpts of the code above them, not checked.
+ * @returns {Array<{ code: string, line: number, section: string, complete: boolean }>}
+ */
+function tsBlocks(/** @type {string} */ readme) {
+  /** @type {Array<{ code: string, line: number, section: string, complete: boolean }>} */
+  const blocks = [];
+  let section = '';
+  /** @type {{ line: number, indent: string, lines: string[] } | undefined} */
+  let open;
+  let fenced = false;
+  readme.split('\n').forEach((text, index) => {
+    const fence = /^(\s*)```(\w*)\s*$/.exec(text);
+    if (open !== undefined) {
+      if (fence !== null && fence[2] === '') {
+        const code = `${open.lines.map((l) => l.slice(open?.indent.length)).join('\n')}\n`;
+        blocks.push({ code, line: open.line, section, complete: /^import\s/.test(code) });
+        open = undefined;
+      } else open.lines.push(text);
+    } else if (fenced) {
+      if (fence !== null && fence[2] === '') fenced = false;
+    } else if (fence !== null && /^(ts|typescript)$/.test(fence[2] ?? '')) {
+      open = { line: index + 2, indent: fence[1] ?? '', lines: [] };
+    } else if (/^\s*```/.test(text)) fenced = true;
+    else if (text.startsWith('## ')) section = text.slice(3);
+  });
+  return blocks;
 }
 
 /** Package names a piece of TypeScript imports (bare specifiers, without subpaths). */
@@ -526,53 +455,94 @@ function importedPackages(/** @type {string} */ code) {
 }
 
 /**
- * One package alone in a fresh project.
+ * One package alone in a fresh project, set up as its README says: `npm init -y`, the commands
+ * of its Install section as written (our packages' names swapped for their tarballs, npm
+ * `overrides` pointing ours at the tarballs wherever in the tree; the rest from the registry;
+ * `-g` installs into the project, where the overrides apply), then TypeScript (the version this
+ * repo pins, and 7) and `tsc --init`; every complete ```ts block of the README is a file of its
+ * own in that project, and all of them compile with no prelude.
  * @param {string} dir
  * @returns {Promise<{ what: string, text: string, detail: string | undefined } | undefined>}
  */
 async function checkPackage(dir) {
   const tarball = [...tarballs.values()].find((t) => t.dir === dir);
   if (tarball === undefined) return undefined;
+  const started = performance.now();
   const name = tarball.manifest.name;
   const log = join(logs, `package-${dir}.log`);
   const readme = readFileSync(join(root, 'packages', dir, 'README.md'), 'utf8');
   const parts = [`package ${dir.padEnd(nameWidth)}`];
   /** @type {string[]} */
   const problems = [];
-  let detail;
+  const finish = () => {
+    parts.push(`in ${seconds(performance.now() - started)}`);
+    const detail =
+      problems.length === 0
+        ? undefined
+        : problems.map((problem) => `      ${problem.trimStart()}`).join('\n');
+    return { what: `package ${dir}`, text: line(parts), detail };
+  };
 
-  const named = installLine(readme);
-  const snippet = dropIn(readme);
-  const drop = DROP_IN[dir];
-  if (named === undefined) problems.push('its README has no `npm i` line under "## Install"');
-  else if (!named.includes(name)) problems.push(`its README's \`npm i\` does not install ${name}`);
-  const project = join(work, 'packages', dir);
-  mkdirSync(project, { recursive: true });
-  /** @type {Record<string, string>} */
-  const dependencies = {};
-  for (const word of named ?? []) {
-    const at = word.lastIndexOf('@');
-    const pkgName = at > 0 ? word.slice(0, at) : word;
-    dependencies[pkgName] = tarballs.has(pkgName)
-      ? fileSpec(pkgName)
-      : at > 0
-        ? word.slice(at + 1)
-        : '*';
-  }
-  const typecheck = snippet !== undefined && drop !== undefined;
-  if (typecheck) {
-    for (const extra of drop.extras ?? []) dependencies[extra] ??= '*';
-    for (const { alias, spec } of TYPESCRIPTS) dependencies[alias] = spec;
-  }
-  writeFileSync(
-    join(project, 'package.json'),
-    `${JSON.stringify({ name: `check-${dir}`, private: true, type: 'module', dependencies, overrides: overrides() }, null, 2)}\n`,
+  const commands = installCommands(readme) ?? [];
+  const installs = commands.filter(
+    ([npm, verb]) => npm === 'npm' && /^(i|install|add)$/.test(verb ?? ''),
   );
-  const install = await run('npm', ['install'], { cwd: project, log });
-  parts.push(`install ${install.ok ? seconds(install.ms) : 'FAILED'}`);
-  if (!install.ok) {
-    return { what: `package ${dir}`, text: line(parts), detail: tail(install.output) };
+  if (installs.length === 0) problems.push('its README has no `npm i` under "## Install"');
+  else if (!installs.some((words) => words.slice(2).map(packageOf).includes(name))) {
+    problems.push(`its README's Install section does not install ${name}`);
   }
+  for (const words of commands) {
+    if (words[0] !== 'npm')
+      problems.push(`its Install section runs \`${words.join(' ')}\`: only npm commands are run`);
+  }
+  if (problems.length > 0) return finish();
+
+  // A fresh project, as `npm init -y` makes it (CommonJS unless Install says otherwise).
+  const project = join(work, 'packages', `${dir}-app`);
+  mkdirSync(project, { recursive: true });
+  const init = await run('npm', ['init', '-y'], { cwd: project, log });
+  if (!init.ok) {
+    problems.push(`npm init -y:\n${tail(init.output)}`);
+    return finish();
+  }
+  // The overrides as paths relative to the project: the form `npm i` saves a tarball's
+  // dependency in, which an override of a direct dependency must equal.
+  const relativeOverrides = Object.fromEntries(
+    Object.entries(overrides()).map(([pkg, spec]) => [
+      pkg,
+      `file:${relative(project, spec.slice('file:'.length))}`,
+    ]),
+  );
+  const manifestFile = join(project, 'package.json');
+  writeFileSync(
+    manifestFile,
+    `${JSON.stringify({ ...readJson(manifestFile), overrides: relativeOverrides }, null, 2)}\n`,
+  );
+  let installMs = 0;
+  for (const words of commands) {
+    const argv = words.slice(1);
+    if (/^(i|install|add)$/.test(argv[0] ?? '')) {
+      for (let i = 1; i < argv.length; i += 1) {
+        const word = /** @type {string} */ (argv[i]);
+        if (!word.startsWith('-') && tarballs.has(packageOf(word)))
+          argv[i] = fileSpec(packageOf(word));
+      }
+    }
+    const result = await run(
+      'npm',
+      argv.filter((word) => word !== '-g' && word !== '--global'),
+      { cwd: project, log },
+    );
+    installMs += result.ms;
+    if (!result.ok) {
+      parts.push('install FAILED');
+      problems.push(`\`${words.join(' ')}\`:\n${tail(result.output)}`);
+      return finish();
+    }
+  }
+  parts.push(`install ${seconds(installMs)}`);
+  const installed = readJson(manifestFile);
+  const direct = new Set(Object.keys({ ...installed.dependencies, ...installed.devDependencies }));
 
   // Every entry point loads with only what was installed (optional peers absent).
   const entries = Object.entries(tarball.manifest.exports ?? { '.': tarball.manifest.main })
@@ -600,67 +570,78 @@ async function checkPackage(dir) {
     if (!result.ok) problems.push(`${bin} --help:\n${tail(result.output)}`);
   }
   const ls = await run('npm', ['ls', '--all'], { cwd: project, log });
-  if (!ls.ok)
+  if (!ls.ok) {
     problems.push(`npm ls finds a missing or invalid dependency:\n${tail(ls.output, 15)}`);
+  }
 
-  // The README's Drop-in, in a fresh strict TypeScript project of each version.
-  if (typecheck) {
-    const allowed = new Set([
-      ...(named ?? []).map((w) => w.replace(/(.)@.*$/, '$1')),
-      ...(drop.extras ?? []),
-    ]);
-    for (const dep of allowed) {
-      const installed = join(project, 'node_modules', dep, 'package.json');
-      if (existsSync(installed)) {
-        for (const peer of Object.keys(readJson(installed).peerDependencies ?? {}))
-          allowed.add(peer);
-      }
-    }
-    for (const imported of importedPackages(snippet)) {
-      if (!allowed.has(imported)) {
+  // The README's code: its Drop-in opens with a complete file, and every complete block
+  // compiles in the project as pasted, importing only what Install installed (npm hoists the
+  // rest, pnpm and Yarn PnP do not).
+  const blocks = tsBlocks(readme);
+  const complete = blocks.filter((block) => block.complete);
+  const dropIn = blocks.find((block) => block.section === 'Drop-in');
+  if (dropIn !== undefined && !dropIn.complete) {
+    problems.push(
+      `its Drop-in's first \`\`\`ts block (README.md:${dropIn.line}) does not start with \`import\`: make it a complete file`,
+    );
+  }
+  for (const block of complete) {
+    for (const pkg of importedPackages(block.code)) {
+      if (!direct.has(pkg)) {
         problems.push(
-          `its Drop-in imports ${imported}, which its Install section does not install (npm hoists it, pnpm and Yarn PnP do not)`,
+          `README.md:${block.line} imports ${pkg}, which its Install section does not install`,
         );
       }
     }
-    for (const { alias } of TYPESCRIPTS) {
-      const tsDir = join(project, alias);
-      mkdirSync(tsDir);
-      const tsc = join(project, 'node_modules', alias, 'bin', 'tsc');
-      const version = readJson(join(project, 'node_modules', alias, 'package.json')).version;
-      const init = await run(
-        'node',
-        [tsc, '--init', '--module', 'nodenext', '--skipLibCheck', 'false'],
-        { cwd: tsDir, log },
+  }
+  if (complete.length === 0) {
+    parts.push('no complete ts block');
+    return finish();
+  }
+  parts.push(`${complete.length} ts block${complete.length === 1 ? '' : 's'}`);
+  const ts = await run(
+    'npm',
+    ['i', '-D', ...TYPESCRIPTS.map(({ alias, spec }) => `${alias}@${spec}`)],
+    { cwd: project, log },
+  );
+  if (!ts.ok) {
+    parts.push('TypeScript install FAILED');
+    problems.push(`npm i typescript:\n${tail(ts.output)}`);
+    return finish();
+  }
+  const files = complete.map((block, index) => ({ ...block, file: `block-${index + 1}.ts` }));
+  for (const { alias } of TYPESCRIPTS) {
+    const tsDir = join(project, alias);
+    mkdirSync(tsDir);
+    const tsc = join(project, 'node_modules', alias, 'bin', 'tsc');
+    const version = readJson(join(project, 'node_modules', alias, 'package.json')).version;
+    const tsInit = await run(
+      'node',
+      [tsc, '--init', '--module', 'nodenext', '--skipLibCheck', 'false'],
+      { cwd: tsDir, log },
+    );
+    for (const { file, code } of files) writeFileSync(join(tsDir, file), code);
+    const result = tsInit.ok
+      ? await run('node', [tsc, '--noEmit', '-p', '.'], { cwd: tsDir, log })
+      : tsInit;
+    const { ours, theirs, count } = diagnostics(result.output);
+    // Errors in other libraries' declarations (skipLibCheck: false checks them too; several
+    // fail tsc --init's exactOptionalPropertyTypes) are theirs: listed, not ours to fail on.
+    const ok = result.ok || (ours.length === 0 && count > 0);
+    const note =
+      theirs.size > 0 ? ` (${count - ours.length} errors in ${[...theirs].join(', ')})` : '';
+    parts.push(`ts ${version} ${ok ? 'ok' : 'FAILED'}${note}`);
+    if (!ok) {
+      const where = files
+        .filter(({ file }) => ours.some((error) => error.startsWith(`${file}(`)))
+        .map(({ file, line: at, section }) => `${file} is README.md:${at} (${section})`);
+      const text = ours.length > 0 ? ours.join('\n') : result.output;
+      problems.push(
+        `TypeScript ${version} (in ${relative(work, tsDir)}; ${where.join(', ')}):\n${tail(text, 20)}`,
       );
-      writeFileSync(
-        join(tsDir, 'drop-in.ts'),
-        `${drop.prelude?.trim() ?? ''}\n\n// README.md, Drop-in:\n${snippet}\n${drop.check ?? ''}\n`,
-      );
-      const result = init.ok
-        ? await run('node', [tsc, '--noEmit', '-p', '.'], { cwd: tsDir, log })
-        : init;
-      const { ours, theirs, count } = diagnostics(result.output);
-      // Errors in other libraries' declarations (skipLibCheck: false checks them too; several
-      // fail tsc --init's exactOptionalPropertyTypes) are theirs: listed, not ours to fail on.
-      const ok = result.ok || (ours.length === 0 && count > 0);
-      const note =
-        theirs.size > 0 ? ` (${count - ours.length} errors in ${[...theirs].join(', ')})` : '';
-      parts.push(`ts ${version} ${ok ? 'ok' : 'FAILED'}${note}`);
-      if (!ok) {
-        const text = ours.length > 0 ? ours.join('\n') : result.output;
-        problems.push(
-          `TypeScript ${version} (${relative(work, tsDir)}/drop-in.ts):\n${tail(text, 12)}`,
-        );
-      }
     }
-  } else if (snippet !== undefined) {
-    parts.push('ts: no prelude for its Drop-in');
   }
-  if (problems.length > 0) {
-    detail = problems.map((problem) => `      ${problem.trimStart()}`).join('\n');
-  }
-  return { what: `package ${dir}`, text: line(parts), detail };
+  return finish();
 }
 
 // Two at a time (npm and tsc wait on the network and the disk as much as on a core), reported in
