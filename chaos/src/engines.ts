@@ -233,7 +233,7 @@ class RedisNode {
   async start(): Promise<void> {
     const child = spawnChild('redis-server', this.#args, this.#env);
     this.#child = child;
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 120_000; // a hang detector, not a budget
     for (;;) {
       if (child.process.exitCode !== null) {
         throw new Error(`redis-server on ${this.port} exited: ${child.output()}`);
@@ -325,7 +325,7 @@ async function clusterOk(port: number): Promise<boolean> {
   }
 }
 
-async function waitClusterOk(ports: number[], timeoutMs = 30_000): Promise<void> {
+async function waitClusterOk(ports: number[], timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const states = await Promise.all(ports.map(clusterOk));

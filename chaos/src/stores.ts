@@ -15,7 +15,7 @@ export interface OpenStore {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function until(what: string, ready: () => boolean, timeoutMs = 30_000): Promise<void> {
+async function until(what: string, ready: () => boolean, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!ready()) {
     if (Date.now() > deadline) throw new Error(`${what} not ready within ${timeoutMs} ms`);

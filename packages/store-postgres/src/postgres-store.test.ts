@@ -450,7 +450,7 @@ describe.skipIf(!up)('postgres store', () => {
           } else {
             await writer.release(key, owner.token);
           }
-          const timeoutMs = 20_000;
+          const timeoutMs = 300_000; // a hang detector: the wake-up is what is asserted
           const start = performance.now();
           await reader.waitForChange!(key, timeoutMs);
           // Its look after LISTEN saw the change and ended the wait, not the timer.
@@ -472,7 +472,7 @@ describe.skipIf(!up)('postgres store', () => {
         const key = uniqueKey('killed');
         const owner = claimInput(key);
         await writer.claim(owner);
-        const timeoutMs = 20_000;
+        const timeoutMs = 300_000; // a hang detector: the wake-up is what is asserted
         const start = performance.now();
         const first = reader.waitForChange!(key, timeoutMs);
         // Once it listens and looked at the record (still running), kill its LISTEN connection.

@@ -42,7 +42,7 @@ function connect(driver: TestDriver, port: number): Promise<RedisClient> {
   return driver.connect({ host: '127.0.0.1', port }, { fastFail: true });
 }
 
-async function ready(driver: TestDriver, client: RedisClient, timeoutMs = 10_000): Promise<void> {
+async function ready(driver: TestDriver, client: RedisClient, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!driver.isReady(client)) {
     if (Date.now() > deadline) throw new Error(`${driver.name} client not ready`);

@@ -73,7 +73,7 @@ export async function startRedisCluster({ masters = 3 } = {}): Promise<RedisClus
 }
 
 /** Wait until the node reports `cluster_state:ok`. */
-async function waitClusterOk(port: number, timeoutMs = 20_000): Promise<void> {
+async function waitClusterOk(port: number, timeoutMs = 120_000): Promise<void> {
   const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
   client.on('error', () => {});
   try {

@@ -142,7 +142,7 @@ async function launch(options: {
       await exited;
     },
   };
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 120_000; // a hang detector, not a budget
   for (;;) {
     if (child.exitCode !== null) {
       throw new Error(`redis-server on port ${port} exited (${child.exitCode}): ${output}`);
