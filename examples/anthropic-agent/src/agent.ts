@@ -22,8 +22,8 @@ import {
   type Idempotency,
   idempotentToolRunner,
 } from '@idempotent-tools/anthropic';
-import { type ModelTurn, startScriptedServer } from '@idempotent-tools/anthropic/testing';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
+import { type ModelTurn, startScriptedServer } from '@idempotent-tools/testing/anthropic';
 import { z } from 'zod';
 
 const ticketArgs = z.object({ title: z.string().min(1).describe('A short title of the problem') });

@@ -2,7 +2,7 @@
  * The scripted Messages server on its own, for poking at it with the real SDK or curl:
  * `pnpm serve`, then `ANTHROPIC_BASE_URL=<printed URL>` in another app. Ctrl-C stops it.
  */
-import { startScriptedServer } from '@idempotent-tools/anthropic/testing';
+import { startScriptedServer } from '@idempotent-tools/testing/anthropic';
 
 const server = await startScriptedServer({
   respond: (turn) =>

@@ -21,8 +21,8 @@ import {
   type Part,
 } from '@google/genai';
 import { createIdempotency, idempotentFunctions } from '@idempotent-tools/google-genai';
-import { type ModelTurn, startScriptedServer } from '@idempotent-tools/google-genai/testing';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
+import { type ModelTurn, startScriptedServer } from '@idempotent-tools/testing/gemini';
 import { z } from 'zod';
 
 const ticketArgs = z.object({

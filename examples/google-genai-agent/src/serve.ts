@@ -3,7 +3,7 @@
  * prints (`httpOptions: { baseUrl }`, any API key). Its model asks for create_ticket with the
  * user's words, then answers. Ctrl-C stops it.
  */
-import { startScriptedServer } from '@idempotent-tools/google-genai/testing';
+import { startScriptedServer } from '@idempotent-tools/testing/gemini';
 
 const server = await startScriptedServer({
   respond: (turn) =>

@@ -23,12 +23,12 @@ import {
   type ToolDispatcher,
 } from '@idempotent-tools/openai';
 import { wrapAgentTools } from '@idempotent-tools/openai/agents';
+import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import {
   type ModelTurn,
   type ScriptedReply,
   startScriptedServer,
-} from '@idempotent-tools/openai/testing';
-import { openSqliteStore } from '@idempotent-tools/store-sqlite';
+} from '@idempotent-tools/testing/openai';
 import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import type {

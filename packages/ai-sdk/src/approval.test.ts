@@ -11,8 +11,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/openai/testing';
 import { countEffects } from '@idempotent-tools/testing';
+import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/testing/openai';
 import type { ModelMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {

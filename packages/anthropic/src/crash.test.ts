@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import { countEffects } from '@idempotent-tools/testing';
+import { startScriptedServer } from '@idempotent-tools/testing/anthropic';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createIdempotency, createToolDispatcher } from './index.js';
 import {
@@ -21,7 +22,6 @@ import {
   ticketSystem,
   ticketTool,
 } from './test-utils/app.js';
-import { startScriptedServer } from './testing/index.js';
 
 const child = fileURLToPath(new URL('./test-utils/crash-child.ts', import.meta.url));
 const packageDir = fileURLToPath(new URL('..', import.meta.url));

@@ -2,6 +2,11 @@
  * createToolDispatcher in a hand-written loop: the real `@anthropic-ai/sdk` client
  * (`messages.create` and `messages.stream`) against the scripted Messages server.
  */
+import {
+  type ModelTurn,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/anthropic';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
   ConfigurationError,
@@ -16,7 +21,6 @@ import {
   ticketDefinition,
   ticketSystem,
 } from './test-utils/app.js';
-import { type ModelTurn, type ScriptedServer, startScriptedServer } from './testing/index.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {

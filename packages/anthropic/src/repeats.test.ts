@@ -5,6 +5,11 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { betaZodTool } from '@anthropic-ai/sdk/helpers/beta/zod';
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
+import {
+  type ModelTurn,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/anthropic';
 import { afterEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import {
@@ -15,7 +20,6 @@ import {
   type ToolDispatcherOptions,
 } from './index.js';
 import { client, runnerTurn } from './test-utils/app.js';
-import { type ModelTurn, type ScriptedServer, startScriptedServer } from './testing/index.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {

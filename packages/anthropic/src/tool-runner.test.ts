@@ -3,6 +3,12 @@
  * it runs by default) with `betaZodTool` tools, against the scripted Messages server.
  */
 import { betaZodTool } from '@anthropic-ai/sdk/helpers/beta/zod';
+import {
+  type ModelTurn,
+  type ScriptedReply,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/anthropic';
 import { afterEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import {
@@ -12,12 +18,6 @@ import {
   idempotentToolRunner,
 } from './index.js';
 import { client, runnerTurn, ticketSystem, ticketTool } from './test-utils/app.js';
-import {
-  type ModelTurn,
-  type ScriptedReply,
-  type ScriptedServer,
-  startScriptedServer,
-} from './testing/index.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {

@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import { countEffects } from '@idempotent-tools/testing';
+import { startScriptedServer } from '@idempotent-tools/testing/gemini';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createIdempotency } from './index.js';
 import { CRASH_PROMPT, client, runTurn, ticketModel, ticketSystem } from './test-utils/app.js';
 import { ticketFunctions } from './test-utils/drivers.js';
-import { startScriptedServer } from './testing/index.js';
 
 const child = fileURLToPath(new URL('./test-utils/crash-child.ts', import.meta.url));
 const packageDir = fileURLToPath(new URL('..', import.meta.url));

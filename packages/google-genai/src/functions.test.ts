@@ -4,6 +4,12 @@
  * effects are counted by the ticket system, asserted exactly.
  */
 import type { CallableTool, Content } from '@google/genai';
+import {
+  type ModelTurn,
+  type ScriptedReply,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/gemini';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
   ConfigurationError,
@@ -26,12 +32,6 @@ import {
   user,
 } from './test-utils/app.js';
 import { ticketFunctions } from './test-utils/drivers.js';
-import {
-  type ModelTurn,
-  type ScriptedReply,
-  type ScriptedServer,
-  startScriptedServer,
-} from './testing/index.js';
 
 const servers: ScriptedServer[] = [];
 afterEach(async () => {

@@ -5,6 +5,7 @@
  * call, replays carry `replayed: true`.
  */
 import { mcpToTool } from '@google/genai';
+import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/testing/gemini';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -12,7 +13,6 @@ import { afterEach, expect, test } from 'vitest';
 import { z } from 'zod';
 import { createMemoryStore, idempotentCallableTool } from './index.js';
 import { client, MODEL, user } from './test-utils/app.js';
-import { type ScriptedServer, startScriptedServer } from './testing/index.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {

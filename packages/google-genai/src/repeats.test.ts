@@ -3,6 +3,11 @@
  * hand (`run`) and with automatic function calling (`callable`).
  */
 import type { Content, FunctionDeclaration } from '@google/genai';
+import {
+  type ModelTurn,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/gemini';
 import { afterEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import {
@@ -13,7 +18,6 @@ import {
   idempotentFunctions,
 } from './index.js';
 import { client, runTurn, type Surface } from './test-utils/app.js';
-import { type ModelTurn, type ScriptedServer, startScriptedServer } from './testing/index.js';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {

@@ -10,7 +10,7 @@ import {
   type ModelTurn,
   type ScriptedServer,
   startScriptedServer,
-} from '@idempotent-tools/openai/testing';
+} from '@idempotent-tools/testing/openai';
 import { HumanMessage } from '@langchain/core/messages';
 import { type StructuredToolInterface, tool } from '@langchain/core/tools';
 import { createAgent } from 'langchain';

@@ -9,7 +9,7 @@ import {
   createMemoryStore,
   type IdempotencyStore,
 } from '@idempotent-tools/core';
-import type { ScriptedServer } from '@idempotent-tools/openai/testing';
+import type { ScriptedServer } from '@idempotent-tools/testing/openai';
 import { AIMessage, type BaseMessage, HumanMessage } from '@langchain/core/messages';
 import type { StructuredToolInterface } from '@langchain/core/tools';
 import { MemorySaver, MessagesAnnotation, StateGraph } from '@langchain/langgraph';

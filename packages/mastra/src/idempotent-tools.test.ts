@@ -3,6 +3,7 @@
  * server), with Mastra Memory on a LibSQL file: the memory thread is the conversation.
  */
 import { ConfigurationError, createMemoryStore } from '@idempotent-tools/core';
+import type { ModelTurn, ScriptedServer } from '@idempotent-tools/testing/openai';
 import { Agent } from '@mastra/core/agent';
 import { Mastra } from '@mastra/core/mastra';
 import { createTool } from '@mastra/core/tools';
@@ -21,7 +22,6 @@ import {
   type Transport,
 } from './test-utils/app.js';
 import { isDeveloperError } from './test-utils/drivers.js';
-import type { ModelTurn, ScriptedServer } from './testing/index.js';
 
 const servers: ScriptedServer[] = [];
 afterEach(async () => {

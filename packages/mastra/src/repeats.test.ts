@@ -4,6 +4,12 @@
  * (replayed); `repeat: 2` is a second effect; a retry of it is replayed; the tool never sees
  * `repeat`. Zod 4, zod 3, JSON-schema and Standard Schema tools.
  */
+import {
+  type ModelTurn,
+  type ScriptedReply,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/openai';
 import { createTool } from '@mastra/core/tools';
 import { afterEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
@@ -19,12 +25,6 @@ import {
   idempotentTools,
 } from './index.js';
 import { type Api, libsql, makeAgent, runAgent, type Transport } from './test-utils/app.js';
-import {
-  type ModelTurn,
-  type ScriptedReply,
-  type ScriptedServer,
-  startScriptedServer,
-} from './testing/index.js';
 
 const servers: ScriptedServer[] = [];
 afterEach(async () => {

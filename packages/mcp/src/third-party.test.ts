@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { createMCPClient } from '@ai-sdk/mcp';
 import { createOpenAI } from '@ai-sdk/openai';
-import { startScriptedServer } from '@idempotent-tools/openai/testing';
+import { startScriptedServer } from '@idempotent-tools/testing/openai';
 import { createReactAgent } from '@langchain/langgraph/prebuilt';
 import { MultiServerMCPClient } from '@langchain/mcp-adapters';
 import { ChatOpenAI } from '@langchain/openai';

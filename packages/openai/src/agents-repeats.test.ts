@@ -5,6 +5,11 @@
  * is replayed; the tool never sees `repeat`. Zod (strict) and JSON-schema (non-strict) tools.
  */
 import {
+  type ModelTurn,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/openai';
+import {
   Agent,
   type Model,
   OpenAIChatCompletionsModel,
@@ -18,7 +23,6 @@ import { z } from 'zod';
 import { wrapAgentTools, wrapFunctionTool } from './agents.js';
 import { ConfigurationError, createIdempotency, createMemoryStore } from './index.js';
 import { client } from './test-utils/app.js';
-import { type ModelTurn, type ScriptedServer, startScriptedServer } from './testing/index.js';
 
 beforeAll(() => setTracingDisabled(true));
 const servers: ScriptedServer[] = [];

@@ -1,3 +1,4 @@
+import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/testing/openai';
 import {
   Agent,
   OpenAIResponsesModel,
@@ -20,7 +21,6 @@ import {
   RETRY_UNSAFE_NOTE,
 } from './index.js';
 import { client, ticketArgs, ticketModel, ticketSystem, withRetries } from './test-utils/app.js';
-import { type ScriptedServer, startScriptedServer } from './testing/index.js';
 
 beforeAll(() => setTracingDisabled(true));
 const servers: ScriptedServer[] = [];

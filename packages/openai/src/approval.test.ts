@@ -16,12 +16,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import { countEffects, runApprovalCases } from '@idempotent-tools/testing';
+import { startScriptedServer } from '@idempotent-tools/testing/openai';
 import { RunState, run, setTracingDisabled } from '@openai/agents';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createIdempotency } from './index.js';
 import { refundAgent, refundLookupModel, refundModel } from './test-utils/app.js';
 import { createAgentsApprovalDriver, resumeInChild } from './test-utils/approval-driver.js';
-import { startScriptedServer } from './testing/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'openai-adapter-approval-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

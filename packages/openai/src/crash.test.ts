@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import { countEffects } from '@idempotent-tools/testing';
+import { startScriptedServer } from '@idempotent-tools/testing/openai';
 import { Agent, run, setTracingDisabled, tool } from '@openai/agents';
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -18,7 +19,6 @@ import {
   ticketModel,
   ticketSystem,
 } from './test-utils/app.js';
-import { startScriptedServer } from './testing/index.js';
 
 const child = fileURLToPath(new URL('./test-utils/crash-child.ts', import.meta.url));
 const packageDir = fileURLToPath(new URL('..', import.meta.url));

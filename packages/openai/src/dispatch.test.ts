@@ -1,3 +1,4 @@
+import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/testing/openai';
 import type {
   ChatCompletionMessage,
   ChatCompletionMessageParam,
@@ -23,7 +24,6 @@ import {
   ticketSystem,
   withRetries,
 } from './test-utils/app.js';
-import { type ScriptedServer, startScriptedServer } from './testing/index.js';
 
 const servers: ScriptedServer[] = [];
 afterEach(async () => {

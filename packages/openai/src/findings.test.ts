@@ -3,6 +3,12 @@
  * SDK's OpenAI models on it) against the scripted server. Each of these failed before the fix.
  * The approval resumed in another process is in approval.test.ts.
  */
+import {
+  type ModelTurn,
+  type ScriptedReply,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/openai';
 import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import type {
@@ -21,12 +27,6 @@ import {
   type Idempotency,
   type ToolDispatcher,
 } from './index.js';
-import {
-  type ModelTurn,
-  type ScriptedReply,
-  type ScriptedServer,
-  startScriptedServer,
-} from './testing/index.js';
 
 beforeAll(() => setTracingDisabled(true));
 const servers: ScriptedServer[] = [];

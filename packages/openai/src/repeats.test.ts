@@ -2,6 +2,11 @@
  * Deliberate repeats through the real openai client and a scripted model over HTTP: two identical
  * calls in one turn are one (replayed); `repeat: 2` is a second effect; a retry of it is replayed.
  */
+import {
+  type ModelTurn,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/openai';
 import type OpenAI from 'openai';
 import type {
   ChatCompletionFunctionTool,
@@ -18,7 +23,6 @@ import {
   type ToolDispatcherOptions,
 } from './index.js';
 import { client } from './test-utils/app.js';
-import { type ModelTurn, type ScriptedServer, startScriptedServer } from './testing/index.js';
 
 const servers: ScriptedServer[] = [];
 afterEach(async () => {

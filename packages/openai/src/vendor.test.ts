@@ -1,3 +1,8 @@
+import {
+  type RecordedRequest,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/openai';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
@@ -12,7 +17,6 @@ import {
   vendorKey,
   withExecutionContext,
 } from './index.js';
-import { type RecordedRequest, type ScriptedServer, startScriptedServer } from './testing/index.js';
 
 const servers: ScriptedServer[] = [];
 afterEach(async () => {

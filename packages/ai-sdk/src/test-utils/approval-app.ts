@@ -5,8 +5,8 @@
  */
 import { appendFileSync } from 'node:fs';
 import { createOpenAI } from '@ai-sdk/openai';
-import type { ModelTurn, ScriptedReply } from '@idempotent-tools/openai/testing';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
+import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/openai';
 import { generateText, isStepCount, type ModelMessage, streamText, type ToolSet, tool } from 'ai';
 import { z } from 'zod';
 import { idempotentTools } from '../index.js';

@@ -8,8 +8,8 @@
  * (`experimental_toolApprovalSecret`) on.
  */
 
-import type { ModelTurn, ScriptedReply } from '@idempotent-tools/openai/testing';
 import type { ApprovalDriver, ChargeArgs, PendingApproval } from '@idempotent-tools/testing';
+import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/openai';
 import { generateText, isStepCount, type ModelMessage, streamText, tool } from 'ai';
 import { z } from 'zod';
 import { createMemoryStore, idempotentTools } from '../index.js';

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { ModelTurn, ScriptedReply } from '@idempotent-tools/openai/testing';
 import type {
   SayOptions,
   TurnIdentityCaseOptions,
   TurnIdentityConversation,
   TurnIdentityDriver,
 } from '@idempotent-tools/testing';
+import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/openai';
 import {
   convertToModelMessages,
   generateText,

@@ -5,7 +5,7 @@ import {
   type ScriptedReply,
   type ScriptedServer,
   startScriptedServer,
-} from '@idempotent-tools/openai/testing';
+} from '@idempotent-tools/testing/openai';
 import type { LanguageModel } from 'ai';
 
 /** One model response: tool calls (run in parallel within the step), or a final text. */

@@ -3,6 +3,7 @@ import { appendFileSync } from 'node:fs';
 import Anthropic from '@anthropic-ai/sdk';
 import { betaZodTool } from '@anthropic-ai/sdk/helpers/beta/zod';
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
+import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/anthropic';
 import { z } from 'zod';
 import {
   type IdempotentToolRunnerOptions,
@@ -10,7 +11,6 @@ import {
   type ToolDispatcher,
   type TurnOptions,
 } from '../index.js';
-import type { ModelTurn, ScriptedReply } from '../testing/index.js';
 
 export const ticketArgs = z.object({
   title: z.string().min(1),

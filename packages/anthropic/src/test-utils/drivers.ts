@@ -10,6 +10,7 @@ import type {
   TurnIdentityConversation,
   TurnIdentityDriver,
 } from '@idempotent-tools/testing';
+import { startScriptedServer } from '@idempotent-tools/testing/anthropic';
 import {
   ConfigurationError,
   createIdempotency,
@@ -17,7 +18,6 @@ import {
   createToolDispatcher,
   idempotentToolRunner,
 } from '../index.js';
-import { startScriptedServer } from '../testing/index.js';
 import {
   client,
   dispatchTurn,

@@ -14,9 +14,9 @@ import {
   type HttpOptions,
   type PartListUnion,
 } from '@google/genai';
+import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/gemini';
 import { z } from 'zod';
 import type { IdempotentFunctions } from '../index.js';
-import type { ModelTurn, ScriptedReply } from '../testing/index.js';
 
 export const MODEL = 'gemini-2.5-flash';
 export const CRASH_PROMPT = 'Open a ticket: the printer is on fire.';

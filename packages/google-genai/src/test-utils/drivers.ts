@@ -10,6 +10,7 @@ import type {
   TurnIdentityConversation,
   TurnIdentityDriver,
 } from '@idempotent-tools/testing';
+import { startScriptedServer } from '@idempotent-tools/testing/gemini';
 import {
   ConfigurationError,
   createIdempotency,
@@ -19,7 +20,6 @@ import {
   idempotentCallableTool,
   idempotentFunctions,
 } from '../index.js';
-import { startScriptedServer } from '../testing/index.js';
 import {
   client,
   runTurn,

@@ -3,7 +3,7 @@
  * `@langchain/openai`, over HTTP against the repo's scripted OpenAI-compatible server. Only the
  * model is scripted: it calls `carry_out` with the user's words once per user turn, then answers.
  */
-import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/openai/testing';
+import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/testing/openai';
 import type { BaseMessage } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';

@@ -8,14 +8,18 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ModelTurn } from '@idempotent-tools/testing/openai';
+import {
+  type ScriptedReply,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/openai';
 import { Agent } from '@mastra/core/agent';
 import { Mastra } from '@mastra/core/mastra';
 import { createTool } from '@mastra/core/tools';
 import { LibSQLStore } from '@mastra/libsql';
 import { Memory } from '@mastra/memory';
 import { z } from 'zod';
-import type { ModelTurn } from '../testing/index.js';
-import { type ScriptedReply, type ScriptedServer, startScriptedServer } from '../testing/index.js';
 
 export type Transport = 'generate' | 'stream';
 export type Api = 'chat' | 'responses';

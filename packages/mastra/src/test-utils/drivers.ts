@@ -7,6 +7,7 @@ import type {
   SayOptions,
   TurnIdentityDriver,
 } from '@idempotent-tools/testing';
+import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/openai';
 import { RequestContext } from '@mastra/core/request-context';
 import { createTool } from '@mastra/core/tools';
 import { z } from 'zod';
@@ -16,7 +17,6 @@ import {
   idempotentTools,
   type ToolCallInfo,
 } from '../index.js';
-import type { ModelTurn, ScriptedReply } from '../testing/index.js';
 import {
   type Api,
   carryOut,

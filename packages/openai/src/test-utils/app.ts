@@ -1,5 +1,6 @@
 /** A small tool-calling app over the real openai client, shared by the tests and the crash child. */
 import { appendFileSync } from 'node:fs';
+import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/openai';
 import { Agent, OpenAIResponsesModel, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import type {
@@ -10,7 +11,6 @@ import type { FunctionTool, ResponseInput } from 'openai/resources/responses/res
 import { z } from 'zod';
 import { wrapAgentTools } from '../agents.js';
 import type { Idempotency, ToolDispatcher, TurnOptions } from '../index.js';
-import type { ModelTurn, ScriptedReply } from '../testing/index.js';
 
 export const ticketArgs = z.object({
   title: z.string().min(1),

@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import type { ApprovalDriver, ChargeArgs, PendingApproval } from '@idempotent-tools/testing';
+import { startScriptedServer } from '@idempotent-tools/testing/openai';
 import { run } from '@openai/agents';
 import { createIdempotency, createMemoryStore } from '../index.js';
-import { startScriptedServer } from '../testing/index.js';
 import { chargeAgent, chargeModel } from './app.js';
 
 const child = fileURLToPath(new URL('./approval-child.ts', import.meta.url));

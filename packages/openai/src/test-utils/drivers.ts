@@ -9,6 +9,11 @@ import type {
   TurnIdentityDriver,
 } from '@idempotent-tools/testing';
 import {
+  type ModelTurn,
+  type ScriptedServer,
+  startScriptedServer,
+} from '@idempotent-tools/testing/openai';
+import {
   Agent,
   type AgentInputItem,
   OpenAIChatCompletionsModel,
@@ -28,7 +33,6 @@ import {
   createToolDispatcher,
   type Idempotency,
 } from '../index.js';
-import { type ModelTurn, type ScriptedServer, startScriptedServer } from '../testing/index.js';
 import { chatTools, responsesTools, ticketArgs, ticketSystem } from './app.js';
 
 /** The developer's error as the framework surfaces it (the Agents SDK wraps it in a ToolCallError). */

@@ -1,6 +1,6 @@
 import { GoogleGenAI } from '@google/genai';
 import { afterEach, expect, test } from 'vitest';
-import { type ScriptedServer, startScriptedServer } from './index.js';
+import { type ScriptedServer, startScriptedServer } from './gemini.js';
 
 const servers: ScriptedServer[] = [];
 afterEach(async () => {

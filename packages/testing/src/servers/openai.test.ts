@@ -14,7 +14,7 @@ import {
 import OpenAI from 'openai';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
-import { type ModelTurn, type ScriptedServer, startScriptedServer } from './index.js';
+import { type ModelTurn, type ScriptedServer, startScriptedServer } from './openai.js';
 
 beforeAll(() => setTracingDisabled(true));
 const servers: ScriptedServer[] = [];

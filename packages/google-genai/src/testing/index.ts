@@ -1,9 +1,0 @@
-export {
-  type Fault,
-  type ModelTurn,
-  type RecordedRequest,
-  type ScriptedReply,
-  type ScriptedServer,
-  type ScriptedServerOptions,
-  startScriptedServer,
-} from './scripted-server.js';
