@@ -155,6 +155,8 @@ describe('complete fails once, or its reply is lost (findings 4 and 5)', () => {
       .catch((e: unknown) => e);
     expect(PersistFailedError.isInstance(error)).toBe(true);
     expect((error as Error).message).toMatch(/its record is gone from the store/);
+    // The model's next step comes from the error's fields, never from its message text.
+    expect((error as PersistFailedError).lost).toBe('record-gone');
     expect(errorForModel(error)?.next).toBe('check-first');
   });
 

@@ -94,8 +94,7 @@ function nextStep(error: IdempotencyError): NextStep {
   if (PersistFailedError.isInstance(error)) {
     // The outcome of another attempt will be stored: get it. Else the effect happened and its
     // outcome is lost (check first), or it was refused and kept as a failure (do not retry).
-    if (error.reason === 'lease_lost' && !/record is gone/.test(error.message))
-      return 'retry-later';
+    if (error.reason === 'lease_lost' && error.lost !== 'record-gone') return 'retry-later';
     return error.reason === 'invalid_result' ? 'do-not-retry' : 'check-first';
   }
   return NEXT[error.code] ?? 'do-not-retry';

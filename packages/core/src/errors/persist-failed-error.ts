@@ -13,6 +13,11 @@ export class PersistFailedError extends IdempotencyError {
    * `invalid_result` (the result is not JSON or is over `maxResultBytes`: it is kept as a failure).
    */
   readonly reason: PersistFailedReason;
+  /**
+   * `lease_lost`: how (`no-renewal`, `taken-over`, `at-persist`, `record-gone`); `undefined` for
+   * the other reasons.
+   */
+  readonly lost: 'no-renewal' | 'taken-over' | 'at-persist' | 'record-gone' | undefined;
 
   constructor(options: {
     /** @default built from the fields */
@@ -46,6 +51,7 @@ export class PersistFailedError extends IdempotencyError {
     });
     this.name = 'PersistFailedError';
     this.reason = options.reason;
+    this.lost = options.reason === 'lease_lost' ? (options.lost ?? 'at-persist') : undefined;
   }
 
   static override isInstance(error: unknown): error is PersistFailedError {
