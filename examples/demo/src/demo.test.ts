@@ -90,6 +90,10 @@ test('the stats command the demo prints runs from where the user is', () => {
   expect(statsCommand(own, root, { repositoryRoot: root })).toBe(
     `pnpm cli stats --store sqlite:${twoUp}/.demo-data/idempotency.sqlite`,
   );
+  // The quick start's `npx --yes pnpm@12.4.2 demo`: the same npx, pnpm is not on the PATH.
+  expect(statsCommand(own, root, { repositoryRoot: root, pnpm: 'npx --yes pnpm@12.4.2' })).toBe(
+    `npx --yes pnpm@12.4.2 cli stats --store sqlite:${twoUp}/.demo-data/idempotency.sqlite`,
+  );
   // Under `pnpm start` in the demo's folder the root's scripts are not at hand: npx, as above.
   expect(statsCommand(own, folder, { repositoryRoot: root })).toBe(
     `${command} sqlite:.demo-data/idempotency.sqlite`,

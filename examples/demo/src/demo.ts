@@ -270,14 +270,15 @@ export function problems(result: Pick<DemoResult, 'chargesBy' | 'customers'>): s
 
 /**
  * The CLI command that shows the store's records, calls and replay rate, as a shell line to run
- * in `cwd`. Under `pnpm demo` at the repository's root it is the root's `pnpm cli`; elsewhere
+ * in `cwd`. Under `pnpm demo` at the repository's root it is the root's `pnpm cli` (`at.pnpm`: how
+ * the user runs pnpm, e.g. `npx --yes pnpm@12.4.2`); elsewhere
  * `npx @idempotent-tools/cli`, which runs the CLI installed in the demo's folder (a dependency of
  * the demo), from that folder.
  */
 export function statsCommand(
   database: string,
   cwd = process.cwd(),
-  at: { repositoryRoot?: string } = {},
+  at: { repositoryRoot?: string; pnpm?: string } = {},
 ): string {
   const folder = dirname(dirname(fileURLToPath(import.meta.url)));
   const quote = (text: string) =>
@@ -285,7 +286,7 @@ export function statsCommand(
   if (at.repositoryRoot !== undefined && relative(at.repositoryRoot, cwd) === '') {
     const inside = relative(cwd, database);
     const file = inside.startsWith('..') || isAbsolute(inside) ? database : inside;
-    return `pnpm cli stats --store ${quote(`sqlite:${file}`)}`;
+    return `${at.pnpm ?? 'pnpm'} cli stats --store ${quote(`sqlite:${file}`)}`;
   }
   const inside = relative(folder, database);
   const file = inside.startsWith('..') || isAbsolute(inside) ? database : inside;

@@ -97,7 +97,12 @@ print(
 );
 // Last, so it is the line left on the screen: the CLI on the core walk-through's store.
 const repositoryRoot = fileURLToPath(new URL('../../../', import.meta.url));
+// Run through npx (the quick start's `npx --yes pnpm@12.4.2 demo`), pnpm is not on the user's
+// PATH: the line says the same npx.
+const pnpm = /[\\/]_npx[\\/]/.test(process.env.npm_execpath ?? '')
+  ? `npx --yes ${process.env.npm_config_user_agent?.match(/^pnpm\/[\w.-]+/)?.[0]?.replace('/', '@') ?? 'pnpm'}`
+  : 'pnpm';
 print('\nWhat the store kept (records by state; calls and the replay rate from its audit log):');
 print(
-  `  ${statsCommand(demoFiles().database, process.cwd(), inRepository ? { repositoryRoot } : {})}`,
+  `  ${statsCommand(demoFiles().database, process.cwd(), inRepository ? { repositoryRoot, pnpm } : {})}`,
 );
