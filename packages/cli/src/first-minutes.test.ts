@@ -390,12 +390,15 @@ describe('stats on the demo database', () => {
   test('shows its calls and replay rate, with the command the demo prints', async () => {
     const demoDir = fileURLToPath(new URL('../../../examples/demo', import.meta.url));
     const demo = (await import(pathToFileURL(join(demoDir, 'src/demo.ts')).href)) as {
-      runDemo(options: { dir: string }): Promise<{ transcript: string[] }>;
+      runDemo(options: { dir: string }): Promise<unknown>;
+      demoFiles(dir: string): { database: string };
+      /** The line `pnpm demo` prints last (examples/demo/src/main.ts), from where the user is. */
+      statsCommand(database: string, cwd?: string): string;
     };
     const data = mkdtempSync(join(tmpdir(), 'idempotent-cli-demo-'));
     try {
-      const { transcript } = await demo.runDemo({ dir: data });
-      const printed = transcript.at(-1)?.trim() ?? '';
+      await demo.runDemo({ dir: data });
+      const printed = demo.statsCommand(demo.demoFiles(data).database).trim();
       const match = /^(?:cd (\S+) && )?npx @idempotent-tools\/cli (stats --store sqlite:\S+)$/.exec(
         printed,
       );
