@@ -2,7 +2,13 @@ import { describe, expect, test } from 'vitest';
 import { ConfigurationError } from '../errors/index.js';
 import { createMemoryStore } from '../memory-store.js';
 import { createAdapter } from './adapter.js';
-import { createDispatcher, dispatchCalls, outputsOf, requestIdentity } from './dispatch-calls.js';
+import {
+  createDispatcher,
+  dispatchCalls,
+  outputsOf,
+  presentDefinition,
+  requestIdentity,
+} from './dispatch-calls.js';
 
 type Info = { toolName: string; args: unknown; request: { conversationId?: string; text: string } };
 const adapterOf = (options: Record<string, unknown> = {}) =>
@@ -147,6 +153,38 @@ describe('createDispatcher', () => {
       { turnId: 't', scope: 'req' },
       { turnId: undefined, scope: 'opt' },
     ]);
+  });
+
+  test('presentDefinition: the note, the repeat argument in the named field; excluded and strangers as they are', () => {
+    const d = make(
+      { a: () => 1, b: () => 1, r: () => 1 },
+      { exclude: ['b'], policies: { r: { repeatable: true } } },
+    );
+    const tool = (name: string) => ({
+      name,
+      description: 'Does.',
+      input_schema: { type: 'object' },
+    });
+    const caller = 'createToolDispatcher';
+    const field = 'input_schema';
+    const a = tool('a');
+    expect(presentDefinition(d, a, { caller, field })).toEqual({
+      ...a,
+      description: expect.stringMatching(/^Does\.\n\nSafe/),
+    });
+    const [b, zzz] = [tool('b'), tool('zzz')];
+    expect(presentDefinition(d, b, { caller, field })).toBe(b);
+    expect(presentDefinition(d, zzz, { caller, field })).toBe(zzz);
+    const r = presentDefinition(d, tool('r'), { caller, field, strict: true });
+    expect(r.description).toMatch(/repeat: 2/);
+    expect(r.input_schema).toMatchObject({ properties: { repeat: {} }, required: ['repeat'] });
+    expect(presentDefinition(d, { name: 'r' }, { caller }).description).toMatch(/repeat: 2/);
+    const openApi = { name: 'r', parameters: { type: 'OBJECT', properties: {} } };
+    expect(
+      presentDefinition(d, openApi, { caller, field: 'parameters', openApi: true }).parameters,
+    ).toMatchObject({ properties: { repeat: { type: 'INTEGER' } } });
+    const clash = { name: 'r', input_schema: { type: 'object', properties: { repeat: {} } } };
+    expect(() => presentDefinition(d, clash, { caller, field })).toThrow(ConfigurationError);
   });
 
   test('checkTurn: a request whose turn is unknown is refused before anything is sent', () => {

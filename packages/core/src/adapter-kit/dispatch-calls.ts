@@ -11,15 +11,17 @@
 
 import { ConfigurationError, InvalidInputError } from '../errors/index.js';
 import { refuseWrapped } from '../executor/wrapped.js';
-import type { ExecutionContext } from '../executor.js';
+import type { ExecutionContext, ToolPolicy } from '../executor.js';
 import type { ExecutorOptions } from '../executor-options.js';
 import { withRetryNote } from '../model-output.js';
 import { type Adapter, type AdapterOptions, type AdapterSpec, createAdapter } from './adapter.js';
 import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';
 import { errorText, unwrappedContext } from './calls.js';
 import { runCall } from './pipeline.js';
+import { presentTool } from './presentation.js';
 import {
   keyArgs,
+  type RepeatablePolicy,
   repeatClash,
   schemaHasProperty,
   withRepeatNote,
@@ -314,4 +316,48 @@ export function requestIdentity<Info extends { request: Readonly<RequestIdentity
       call.request[field] ?? (typeof value === 'function' ? value(call) : value);
   };
   return { turnId: pick('turnId'), conversationId: pick('conversationId'), scope: pick('scope') };
+}
+
+/**
+ * The options of a dispatcher whose tools may take deliberate repeats (`createDispatcher`): the
+ * kit's, with a policy per tool that may say `repeatable`; `Output` is what the tools return.
+ */
+export type DispatcherOptions<Info = DispatchCall, Output = unknown> = AdapterOptions<
+  Info,
+  ToolPolicy<never, Output> & RepeatablePolicy
+>;
+
+/** How `presentDefinition` presents a tool definition. */
+export interface DefinitionOptions {
+  /** The adapter's public function, for the messages. */
+  caller: string;
+  /** The field of the definition that holds its parameters' schema. @default none: the description only */
+  field?: string | undefined;
+  /** A provider's strict mode (see `ToolPresentation.jsonSchema`). @default false */
+  strict?: boolean | undefined;
+  /** The field holds an OpenAPI-style schema (`ToolPresentation.openApiSchema`). @default false: JSON Schema */
+  openApi?: boolean | undefined;
+}
+
+/**
+ * A copy of one of a dispatcher's tool definitions as the model sees it (`presentTool`): the note
+ * in its description and, for a repeatable tool, the repeat argument in the schema of its `field`
+ * (a schema of the argument alone when the field is empty). The definition itself when the
+ * dispatcher leaves it as it is (excluded, or not one of its tools).
+ * @throws ConfigurationError when a repeatable tool's schema has its own property of that name
+ */
+export function presentDefinition<
+  Info extends DispatchCall,
+  T extends { name?: string | undefined; description?: string | null | undefined },
+>(dispatcher: Pick<Dispatcher<Info>, 'adapter' | 'names'>, tool: T, options: DefinitionOptions): T {
+  const name = tool.name ?? '';
+  if (!dispatcher.names.includes(name)) return tool;
+  const presented = presentTool(dispatcher.adapter as Adapter<never>, name, options.caller);
+  if (presented.treatment === 'exclude') return tool;
+  const description = presented.describe(tool.description ?? undefined);
+  const { field, strict = false } = options;
+  if (field === undefined || presented.repeats === undefined) return { ...tool, description };
+  const own = (tool as Record<string, unknown>)[field];
+  const schema = options.openApi ? presented.openApiSchema(own) : presented.jsonSchema(own, strict);
+  return { ...tool, description, [field]: schema };
 }

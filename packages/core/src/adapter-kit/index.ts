@@ -41,14 +41,17 @@ export {
 } from './calls.js';
 export {
   createDispatcher,
+  type DefinitionOptions,
   type DispatchCall,
   type DispatchedCall,
   type Dispatcher,
+  type DispatcherOptions,
   type DispatchHandler,
   type DispatchOptions,
   type DispatchOutcome,
   dispatchCalls,
   outputsOf,
+  presentDefinition,
   type RequestIdentity,
   requestIdentity,
   type ToolErrorOutputOption,

@@ -92,4 +92,22 @@ describe('presentTool: one presentation of a tool for every adapter', () => {
       expect.objectContaining({ option: 'policies.send.repeatable' }),
     );
   });
+
+  test("OpenAPI-style (Gemini's parameters): the argument as an INTEGER property; a clash refused", () => {
+    const send = presentTool(adapter(), 'send', 'test');
+    const schema = { type: 'OBJECT', properties: { to: { type: 'STRING' } }, required: ['to'] };
+    expect(send.openApiSchema(schema)).toEqual({
+      ...schema,
+      properties: { to: { type: 'STRING' }, repeat: expect.objectContaining({ type: 'INTEGER' }) },
+    });
+    expect(send.openApiSchema(undefined)).toMatchObject({
+      type: 'OBJECT',
+      properties: { repeat: {} },
+    });
+    expect(presentTool(adapter(), 'charge', 'test').openApiSchema(schema)).toBe(schema);
+    const clash = { type: 'OBJECT', properties: { repeat: { type: 'STRING' } } };
+    expect(() => send.openApiSchema(clash)).toThrow(
+      expect.objectContaining({ option: 'policies.send.repeatable' }),
+    );
+  });
 });

@@ -73,6 +73,11 @@ export interface ToolPresentation {
    * framework's dependency). As it is when not repeatable.
    */
   zodSchema<S>(schema: S, load: (specifier: string) => unknown): S;
+  /**
+   * An OpenAPI-style object schema (or none), as Gemini's `parameters` (types in capitals:
+   * `type: 'OBJECT'`), with the repeat argument (`type: 'INTEGER'`). As it is when not repeatable.
+   */
+  openApiSchema<S>(schema: S): S;
   /** The model's input without the repeat argument (for the tool's own callbacks and gates). */
   strip<I>(input: I): I;
 }
@@ -190,6 +195,17 @@ export function presentTool(
       }
       const repeat = zod.number().int().min(1).optional().describe(DESCRIPTION);
       return (s.extend as (shape: object) => typeof schema)({ [repeats.argument]: repeat });
+    },
+    openApiSchema(schema) {
+      if (repeats === undefined) return schema;
+      const given = (schema ?? { type: 'OBJECT' }) as Json;
+      const properties = isObject(given.properties) ? given.properties : {};
+      if (Object.hasOwn(properties, repeats.argument)) throw repeatClash(toolName, repeats, caller);
+      const repeat = { type: 'INTEGER', minimum: 1, description: DESCRIPTION };
+      return {
+        ...given,
+        properties: { ...properties, [repeats.argument]: repeat },
+      } as typeof schema;
     },
     strip,
   };
