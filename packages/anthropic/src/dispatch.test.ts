@@ -2,18 +2,14 @@
  * createToolDispatcher in a hand-written loop: the real `@anthropic-ai/sdk` client
  * (`messages.create` and `messages.stream`) against the scripted Messages server.
  */
+import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,
   type ScriptedServer,
   startScriptedServer,
 } from '@idempotent-tools/testing/anthropic';
 import { afterEach, describe, expect, test } from 'vitest';
-import {
-  ConfigurationError,
-  createIdempotency,
-  createMemoryStore,
-  createToolDispatcher,
-} from './index.js';
+import { ConfigurationError, createIdempotency, createToolDispatcher } from './index.js';
 import {
   client,
   dispatchTurn,

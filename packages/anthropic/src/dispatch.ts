@@ -4,35 +4,26 @@
  */
 import { toolErrorContent } from '@anthropic-ai/sdk/lib/tools/BetaRunnableTool';
 import type { ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages';
-import type { Idempotency, ToolPolicy } from '@idempotent-tools/core';
+import type { Idempotency } from '@idempotent-tools/core';
 import {
-  type AdapterOptions,
   boxedOutputs,
   createDispatcher,
   type DispatchCall,
+  type DispatcherOptions,
   type DispatchOutcome,
   markWrapped,
-  type RepeatablePolicy,
-  refuseWrapped,
+  presentDefinition,
   type ToolHandler,
   type RequestIdentity as TurnOptions,
   toolResultOf,
 } from '@idempotent-tools/core/adapter-kit';
 import { transcriptOf } from './messages.js';
 
-export type {
-  DispatchCall,
-  RequestIdentity as TurnOptions,
-  ToolHandler,
-} from '@idempotent-tools/core/adapter-kit';
-
 /** The kit's options; a policy may say `repeatable` (deliberate repeats, see the README). */
-export type ToolDispatcherOptions = AdapterOptions<
-  DispatchCall,
-  ToolPolicy<never, unknown> & RepeatablePolicy
->;
+export type ToolDispatcherOptions = DispatcherOptions;
 
 type ToolUse = { type: 'tool_use'; id: string; name: string; input: unknown };
+const caller = 'createToolDispatcher';
 const said = Symbol('transcript');
 type Call = DispatchCall & { [said]: ReturnType<typeof transcriptOf> };
 
@@ -47,14 +38,12 @@ export function createToolDispatcher(
   handlers: Record<string, ToolHandler<any, unknown>>,
   options: ToolDispatcherOptions = {},
 ) {
-  for (const [name, handler] of Object.entries(handlers ?? {})) {
-    refuseWrapped(name, handler, 'createToolDispatcher');
-  }
+  // Each handler is checked, and one that is already idempotent refused, by `createDispatcher`.
   const dispatcher = createDispatcher<Call>(
     handlers,
     { ...options, idempotency },
     {
-      caller: 'createToolDispatcher',
+      caller,
       howTo:
         'conversationId (your chat id: tools.run(reply, { messages, conversationId }), or the option as a function of the call) or turnId (your id of the user message)',
       transcript: (call) => call[said],
@@ -109,12 +98,14 @@ export function createToolDispatcher(
         strict?: boolean | undefined;
       },
     >(tools: readonly T[]): T[] {
-      return tools.map((tool) => {
-        const described = dispatcher.describe(tool);
-        if (!('input_schema' in tool)) return described;
-        const schema = dispatcher.parameters(tool.name, tool.input_schema, tool.strict === true);
-        return schema === tool.input_schema ? described : { ...described, input_schema: schema };
-      });
+      // Built-in client tools (no input_schema) get the description only.
+      return tools.map((tool) =>
+        presentDefinition(dispatcher, tool, {
+          caller,
+          field: 'input_schema' in tool ? 'input_schema' : undefined,
+          strict: tool.strict === true,
+        }),
+      );
     },
   });
 }

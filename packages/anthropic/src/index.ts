@@ -1,12 +1,23 @@
-export * from '@idempotent-tools/core';
-export type { StandardSchema, ValidateFunction } from '@idempotent-tools/core/adapter-kit';
+export {
+  ConfigurationError,
+  createIdempotency,
+  type ExecutionContext,
+  type ExecutorOptions,
+  type Idempotency,
+  type ToolPolicy,
+} from '@idempotent-tools/core';
+export type {
+  DispatchCall,
+  RepeatablePolicy,
+  RequestIdentity as TurnOptions,
+  StandardSchema,
+  ToolHandler,
+  ValidateFunction,
+} from '@idempotent-tools/core/adapter-kit';
 export {
   createToolDispatcher,
-  type DispatchCall,
   type ToolDispatcher,
   type ToolDispatcherOptions,
-  type ToolHandler,
-  type TurnOptions,
 } from './dispatch.js';
 export {
   type IdempotentToolRunnerOptions,

@@ -5,6 +5,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { betaZodTool } from '@anthropic-ai/sdk/helpers/beta/zod';
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
+import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,
   type ScriptedServer,
@@ -15,7 +16,6 @@ import { z } from 'zod';
 import {
   ConfigurationError,
   createIdempotency,
-  createMemoryStore,
   createToolDispatcher,
   type ToolDispatcherOptions,
 } from './index.js';

@@ -3,6 +3,7 @@
  * it runs by default) with `betaZodTool` tools, against the scripted Messages server.
  */
 import { betaZodTool } from '@anthropic-ai/sdk/helpers/beta/zod';
+import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,
   type ScriptedReply,
@@ -11,12 +12,7 @@ import {
 } from '@idempotent-tools/testing/anthropic';
 import { afterEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
-import {
-  ConfigurationError,
-  createIdempotency,
-  createMemoryStore,
-  idempotentToolRunner,
-} from './index.js';
+import { ConfigurationError, createIdempotency, idempotentToolRunner } from './index.js';
 import { client, runnerTurn, ticketSystem, ticketTool } from './test-utils/app.js';
 
 let server: ScriptedServer | undefined;

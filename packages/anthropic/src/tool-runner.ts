@@ -14,7 +14,7 @@ import type {
 } from '@anthropic-ai/sdk/lib/tools/BetaToolRunner';
 import { ToolError } from '@anthropic-ai/sdk/lib/tools/ToolError';
 import type { BetaMessageParam } from '@anthropic-ai/sdk/resources/beta/messages/messages';
-import { type ExecutorOptions, type ToolPolicy, withRetryNote } from '@idempotent-tools/core';
+import type { ExecutorOptions, ToolPolicy } from '@idempotent-tools/core';
 import {
   type AdapterOptions,
   createRunnerStop,
@@ -23,11 +23,10 @@ import {
   markWrapped,
   mergeSignals,
   parseSchema,
+  presentTool,
   type RepeatablePolicy,
   type RunnerStop,
-  runToolCall,
-  withRepeatNote,
-  withRepeatProperty,
+  runPipeline,
 } from '@idempotent-tools/core/adapter-kit';
 import { transcriptOf } from './messages.js';
 
@@ -67,8 +66,9 @@ export function idempotentToolRunner<Stream extends boolean = false>(
   options: IdempotentToolRunnerOptions,
   requestOptions: BetaToolRunnerRequestOptions = {},
 ): BetaToolRunner<Stream> {
+  const caller = 'idempotentToolRunner';
   const adapter = createToolListAdapter<RunnerCall, BetaRunnableTool>(params?.tools, options, {
-    caller: 'idempotentToolRunner',
+    caller,
     repeatable: true,
     list: 'params.tools must be the array you pass to client.beta.messages.toolRunner',
     isTool: isRunnable,
@@ -84,24 +84,18 @@ export function idempotentToolRunner<Stream extends boolean = false>(
   };
 
   const wrap = (tool: BetaRunnableTool): BetaRunnableTool => {
-    const treatment = adapter.treatment(tool.name);
-    if (treatment === 'exclude') return tool;
+    const presented = presentTool(adapter, tool.name, caller);
+    if (presented.treatment === 'exclude') return tool;
     // Only custom tools (with an input_schema) have a description; built-in client tools do not.
-    const repeats = treatment === 'wrap' ? adapter.repeats(tool.name) : undefined;
+    const strict = (tool as { strict?: boolean }).strict === true;
     const described =
       'input_schema' in tool
-        ? repeats === undefined
-          ? { description: withRetryNote(tool.description, treatment === 'wrap') }
-          : {
-              description: withRepeatNote(tool.description, repeats),
-              input_schema: withRepeatProperty(
-                tool.input_schema,
-                tool.name,
-                repeats,
-                'idempotentToolRunner',
-                (tool as { strict?: boolean }).strict === true,
-              ) as typeof tool.input_schema,
-            }
+        ? {
+            description: presented.describe(tool.description),
+            ...(presented.repeats && {
+              input_schema: presented.jsonSchema(tool.input_schema, strict),
+            }),
+          }
         : {};
     const toJSON = (tool as { toJSON?: () => object }).toJSON?.bind(tool);
     const kept = {
@@ -109,26 +103,29 @@ export function idempotentToolRunner<Stream extends boolean = false>(
       ...described,
       ...(toJSON && { toJSON: () => ({ ...toJSON(), ...described }) }),
     };
-    if (treatment === 'unsafe') return kept;
+    if (presented.treatment === 'unsafe') return kept;
     // Marked, so that a runner made from this runner's tools (`runner.params.tools`) is refused.
     const run = markWrapped(async (input: unknown, context?: BetaToolRunContext) => {
-      const ran = await runToolCall(adapter, {
-        toolName: tool.name,
-        arguments: input,
-        schema: parseSchema((value) => tool.parse(value)),
-        info: (args) => ({
+      const ran = await runPipeline(
+        adapter,
+        {
           toolName: tool.name,
-          input: args,
-          toolUse: context?.toolUse,
-          messages: runner?.params.messages ?? [],
-        }),
-        execute: (args, ctx) =>
+          input,
+          schema: parseSchema((value) => tool.parse(value)),
+          info: (args) => ({
+            toolName: tool.name,
+            input: args,
+            toolUse: context?.toolUse,
+            messages: runner?.params.messages ?? [],
+          }),
+        },
+        (args, ctx) =>
           tool.run(
             args,
             context && { ...context, signal: mergeSignals(context.signal, ctx.signal) },
           ),
-        mark: (value, replayed) => markToolResult(value, replayed, adapter.markFresh),
-      });
+        (value, replayed) => markToolResult(value, replayed, adapter.markFresh),
+      );
       if ('developer' in ran) return forDeveloper(ran.developer);
       if ('error' in ran) throw ran.error; // the tool's own: the runner makes its is_error result
       if ('text' in ran) throw new ToolError(ran.text); // bad input, an idempotency error

@@ -4,6 +4,7 @@
  * or the SDK's tool runner), with the real SDK client against the scripted server.
  */
 import type { MessageParam } from '@anthropic-ai/sdk/resources/messages';
+import { createMemoryStore } from '@idempotent-tools/core';
 import type {
   SayOptions,
   TurnIdentityCaseOptions,
@@ -14,7 +15,6 @@ import { startScriptedServer } from '@idempotent-tools/testing/anthropic';
 import {
   ConfigurationError,
   createIdempotency,
-  createMemoryStore,
   createToolDispatcher,
   idempotentToolRunner,
 } from '../index.js';
