@@ -178,7 +178,11 @@ describe('createDispatcher', () => {
     const r = presentDefinition(d, tool('r'), { caller, field, strict: true });
     expect(r.description).toMatch(/repeat: 2/);
     expect(r.input_schema).toMatchObject({ properties: { repeat: {} }, required: ['repeat'] });
-    expect(presentDefinition(d, { name: 'r' }, { caller }).description).toMatch(/repeat: 2/);
+    const bare: { name: string; description?: string } = { name: 'r' }; // no field: the note only
+    expect(presentDefinition(d, bare, { caller })).toEqual({
+      name: 'r',
+      description: expect.stringMatching(/repeat: 2/),
+    });
     const openApi = { name: 'r', parameters: { type: 'OBJECT', properties: {} } };
     expect(
       presentDefinition(d, openApi, { caller, field: 'parameters', openApi: true }).parameters,
