@@ -4,6 +4,7 @@
  * effects are counted by the ticket system, asserted exactly.
  */
 import type { CallableTool, Content } from '@google/genai';
+import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,
   type ScriptedReply,
@@ -14,7 +15,6 @@ import { afterEach, describe, expect, test } from 'vitest';
 import {
   ConfigurationError,
   createIdempotency,
-  createMemoryStore,
   type IdempotentFunctions,
   idempotentCallableTool,
   idempotentFunctions,

@@ -10,28 +10,23 @@ import type {
   FunctionDeclaration,
   FunctionResponsePart,
   Part,
-  Schema,
   Tool,
-  Type,
 } from '@google/genai';
 import {
   ConfigurationError,
   type ExecutionContext,
   type ExecutorOptions,
   markReplayed,
-  type ToolPolicy,
 } from '@idempotent-tools/core';
 import {
-  type AdapterOptions,
   createDispatcher,
   type DispatchCall,
+  type DispatcherOptions,
   type DispatchHandler,
   markWrapped,
   outputsOf,
-  type RepeatablePolicy,
+  presentDefinition,
   refuseWrapped,
-  repeatClash,
-  repeatProperty,
   type StandardSchema,
   type ToolErrorOutputOption,
   type ValidateFunction,
@@ -53,7 +48,7 @@ export type FunctionCallInfo = DispatchCall<GeminiTurn>;
 
 /** `toolErrorOutput`: errors are rethrown out of `run` (or `generateContent` with AFC). */
 export type IdempotentFunctionsOptions = ExecutorOptions &
-  AdapterOptions<FunctionCallInfo, ToolPolicy<never, unknown> & RepeatablePolicy> &
+  DispatcherOptions<FunctionCallInfo> &
   ToolErrorOutputOption<Record<string, unknown>>;
 
 export interface IdempotentFunctions {
@@ -105,27 +100,14 @@ function make(
     return { ...body, response: markReplayed(body.response, replayed, { markFresh }) };
   };
   /** The declaration the model sees: the retry note; a repeatable function's repeat argument. */
-  const declare = (d: FunctionDeclaration): FunctionDeclaration => {
-    const described = dispatcher.describe(d);
-    const repeats = dispatcher.adapter.repeats(d.name ?? '');
-    if (repeats === undefined) return described;
-    if (d.parameters === undefined) {
-      const parametersJsonSchema = dispatcher.parameters(d.name, d.parametersJsonSchema);
-      return { ...described, parametersJsonSchema };
-    }
-    // The OpenAPI-style `parameters` (`Type.OBJECT`...).
-    const properties = d.parameters.properties ?? {};
-    if (Object.hasOwn(properties, repeats.argument)) {
-      throw repeatClash(d.name ?? '', repeats, caller);
-    }
-    const { description } = repeatProperty() as { description: string };
-    const repeat: Schema = { type: 'INTEGER' as Type, minimum: 1, description };
-    const parameters = {
-      ...d.parameters,
-      properties: { ...properties, [repeats.argument]: repeat },
-    };
-    return { ...described, parameters };
-  };
+  const declare = (d: FunctionDeclaration): FunctionDeclaration =>
+    presentDefinition(dispatcher, d, {
+      caller,
+      // The JSON Schema (`parametersJsonSchema`), or the OpenAPI-style `parameters` (`Type.OBJECT`...).
+      ...(d.parameters === undefined
+        ? { field: 'parametersJsonSchema' }
+        : { field: 'parameters', openApi: true }),
+    });
   const tool: Tool = { functionDeclarations: declarations.map(declare) };
 
   async function run(

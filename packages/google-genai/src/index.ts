@@ -1,5 +1,18 @@
-export * from '@idempotent-tools/core';
-export type { StandardSchema, ValidateFunction } from '@idempotent-tools/core/adapter-kit';
+export {
+  ConfigurationError,
+  createIdempotency,
+  type ExecutionContext,
+  type ExecutorOptions,
+  type Idempotency,
+  idempotencyHeaders,
+  idempotentFetch,
+  type ToolPolicy,
+} from '@idempotent-tools/core';
+export type {
+  RepeatablePolicy,
+  StandardSchema,
+  ValidateFunction,
+} from '@idempotent-tools/core/adapter-kit';
 export {
   type FunctionCallInfo,
   type FunctionHandler,

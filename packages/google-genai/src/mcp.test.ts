@@ -5,13 +5,14 @@
  * call, replays carry `replayed: true`.
  */
 import { mcpToTool } from '@google/genai';
+import { createMemoryStore } from '@idempotent-tools/core';
 import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/testing/gemini';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { afterEach, expect, test } from 'vitest';
 import { z } from 'zod';
-import { createMemoryStore, idempotentCallableTool } from './index.js';
+import { idempotentCallableTool } from './index.js';
 import { client, MODEL, user } from './test-utils/app.js';
 
 const closers: Array<() => Promise<void>> = [];

@@ -3,6 +3,7 @@
  * hand (`run`) and with automatic function calling (`callable`).
  */
 import type { Content, FunctionDeclaration } from '@google/genai';
+import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,
   type ScriptedServer,
@@ -13,7 +14,6 @@ import { z } from 'zod';
 import {
   ConfigurationError,
   createIdempotency,
-  createMemoryStore,
   type IdempotentFunctionsOptions,
   idempotentFunctions,
 } from './index.js';

@@ -4,6 +4,7 @@
  * against the scripted Gemini server.
  */
 import type { Content } from '@google/genai';
+import { createMemoryStore } from '@idempotent-tools/core';
 import type {
   SayOptions,
   TurnIdentityCaseOptions,
@@ -14,7 +15,6 @@ import { startScriptedServer } from '@idempotent-tools/testing/gemini';
 import {
   ConfigurationError,
   createIdempotency,
-  createMemoryStore,
   type Idempotency,
   type IdempotentFunctions,
   idempotentCallableTool,
