@@ -66,7 +66,9 @@ export {
   runCall,
   runPipeline,
   runPrepared,
+  type SettledRun,
   settleCall,
+  settleRun,
 } from './pipeline.js';
 export {
   presentTool,

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import { ConfigurationError } from '../errors/index.js';
+import { ConfigurationError, DriftError } from '../errors/index.js';
 import { createMemoryStore } from '../memory-store.js';
 import { createAdapter } from './adapter.js';
-import { prepareCall, runPipeline, runPrepared } from './pipeline.js';
+import { prepareCall, runPipeline, runPrepared, settleCall, settleRun } from './pipeline.js';
 
 type Info = { chat?: string; args: unknown };
 
@@ -73,5 +73,44 @@ describe('prepareCall / runPrepared: one pipeline, one outcome', () => {
         throw boom;
       }),
     ).toEqual({ error: boom });
+  });
+
+  test("parsed: the framework's own value as the args (no JSON round trip); the repeat still taken out", async () => {
+    const a = adapter('chat-1');
+    const when = new Date(0);
+    const info = (args: unknown) => ({ args });
+    const plain = await prepareCall(a, { toolName: 'charge', input: { when }, parsed: true, info });
+    if (!('prepared' in plain)) throw new Error('not prepared');
+    expect((plain.prepared.args as { when: unknown }).when).toBe(when);
+    const input = { to: 'ann', repeat: 2 };
+    const repeated = await prepareCall(a, { toolName: 'send', input, parsed: true, info });
+    expect(repeated).toMatchObject({ prepared: { args: { to: 'ann' }, repeat: 2 } });
+    const bad = { to: 'ann', repeat: 0 };
+    expect(await prepareCall(a, { toolName: 'send', input: bad, parsed: true, info })).toEqual({
+      text: expect.stringMatching(/whole number/),
+    });
+  });
+
+  test('settleRun: a run of its own told apart; the model text keeps its error, settleCall drops it', async () => {
+    const a = adapter('chat-1');
+    const drift = new DriftError({
+      key: 'k',
+      toolName: 'charge',
+      storedFingerprint: 'a',
+      fingerprint: 'b',
+      message: 'Other arguments.',
+    });
+    const settled = await settleRun(a, () => Promise.reject(drift));
+    expect(settled).toEqual({ text: expect.stringMatching(/"drift"/), cause: drift });
+    expect(await settleRun(a, async () => ({ value: { n: 1 }, replayed: true }))).toEqual({
+      output: { n: 1, replayed: true },
+    });
+    const config = new ConfigurationError({ option: 'x', message: 'Fix x.' });
+    expect(await settleRun(a, () => Promise.reject(config))).toEqual({ developer: config });
+    const call = { toolName: 'charge', turnId: 't', args: {} };
+    const told = await settleCall(a, call, () => {
+      throw drift;
+    });
+    expect(told).toEqual({ text: expect.stringMatching(/"drift"/) });
   });
 });

@@ -17,7 +17,7 @@ import { NotAnOutcome } from '../not-an-outcome.js';
 import { type Adapter, callOf } from './adapter.js';
 import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';
 import { audienceOf, errorText, markOutput } from './calls.js';
-import { keyArgs } from './repeats.js';
+import { keyArgs, takeRepeat } from './repeats.js';
 
 /**
  * The outcome of one wrapped call, told apart: its output (marked, or a `NotAnOutcome`'s value),
@@ -35,17 +35,34 @@ export async function settleCall(
   adapter: Adapter<never>,
   call: Parameters<typeof runCall>[1],
   fn: (args: unknown, context: ExecutionContext) => unknown,
+  mark?: (value: unknown, replayed: boolean) => unknown,
+): Promise<CallOutcome> {
+  const policy = adapter.policy(call.toolName) as ToolPolicy<unknown, unknown> | undefined;
+  const settled = await settleRun(adapter, () => adapter.executor.run(call, fn, policy), mark);
+  return 'text' in settled ? { text: settled.text } : settled;
+}
+
+/** `settleRun`'s answer: a `CallOutcome` whose model text keeps the error it tells of (`cause`). */
+export type SettledRun = Exclude<CallOutcome, { text: string }> | { text: string; cause: unknown };
+
+/**
+ * The outcome of a run of a prepared call that is not the executor's own (core approvals' guarded
+ * `run`, which checks the approval first), told apart as `settleCall` tells it; the model's text
+ * keeps its error (`cause`), for a framework that hands the model an error object.
+ */
+export async function settleRun(
+  adapter: Adapter<never>,
+  run: () => Promise<{ value: unknown; replayed: boolean }>,
   mark: (value: unknown, replayed: boolean) => unknown = (value, replayed) =>
     markOutput(value, replayed, adapter.markFresh),
-): Promise<CallOutcome> {
+): Promise<SettledRun> {
   try {
-    const policy = adapter.policy(call.toolName) as ToolPolicy<unknown, unknown> | undefined;
-    const { value, replayed } = await adapter.executor.run(call, fn, policy);
+    const { value, replayed } = await run();
     return { output: mark(value, replayed) };
   } catch (error) {
     if (NotAnOutcome.isInstance(error)) return { output: error.value };
     const audience = audienceOf(error);
-    if (audience === 'model') return { text: errorText(error) as string };
+    if (audience === 'model') return { text: errorText(error) as string, cause: error };
     return audience === 'developer' ? { developer: error } : { error };
   }
 }
@@ -84,6 +101,12 @@ export interface CallInput<Info> {
   input: unknown;
   /** The tool's schema, to check the arguments before anything runs. @default none */
   schema?: StandardSchema | ValidateFunction | undefined;
+  /**
+   * The input is the framework's own value, parsed and validated by the tool's schema already:
+   * the args as they are (no JSON round trip, no `schema`), only the repeat argument taken out.
+   * @default false
+   */
+  parsed?: boolean | undefined;
   /** The adapter's call info (what `turnId`, `conversationId` and `scope` functions get) of the tool's own args. */
   info: (args: unknown) => Info;
 }
@@ -119,7 +142,12 @@ export async function prepareCall<Info>(
 ): Promise<Prepared<Info>> {
   const { toolName } = given;
   const repeats = adapter.repeats(toolName);
-  const parsed = await parseArguments(toolName, given.input, given.schema, repeats);
+  const parsed =
+    given.parsed !== true
+      ? await parseArguments(toolName, given.input, given.schema, repeats)
+      : repeats === undefined
+        ? { args: given.input }
+        : takeRepeat(given.input, toolName, repeats);
   if ('error' in parsed) return { text: parsed.error };
   const { args, repeat = 1 } = parsed;
   const policy = adapter.policy(toolName) as ToolPolicy | undefined;
