@@ -9,6 +9,7 @@
  * generateText / streamText loop, the real @ai-sdk/openai client and a useChat route.
  */
 import { createHash, createHmac } from 'node:crypto';
+import { APPROVAL_TOOL_NAMES, createMemoryStore } from '@idempotent-tools/core';
 import {
   convertToModelMessages,
   generateText,
@@ -21,12 +22,7 @@ import {
 } from 'ai';
 import { describe, expect, test } from 'vitest';
 import { z } from 'zod';
-import {
-  APPROVAL_TOOL_NAMES,
-  createMemoryStore,
-  InvalidInputError,
-  idempotentTools,
-} from './index.js';
+import { InvalidInputError, idempotentTools } from './index.js';
 import { withApprovalResponses } from './test-utils/approval-app.js';
 import {
   type ApprovalApp,

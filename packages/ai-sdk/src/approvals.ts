@@ -8,57 +8,29 @@
  * turn. A client-made or edited history is refused, to the app (the SDK's own signed approvals,
  * `experimental_toolApprovalSecret`, are refused the same way: thrown out of generateText).
  */
-import {
-  ApprovalConflictError,
-  type Approvals,
-  type Call,
-  InvalidInputError,
-  type ToolPolicy,
-} from '@idempotent-tools/core';
+import type { Approvals, ExecutionContext, Idempotency } from '@idempotent-tools/core';
+import { InvalidInputError } from '@idempotent-tools/core';
+import type { PreparedCall } from '@idempotent-tools/core/adapter-kit';
 import type { ModelMessage } from 'ai';
 
-/** The approval ids the messages' `tool-approval-request` parts give one tool call. */
-function approvalIdsOf(messages: readonly ModelMessage[], toolCallId: string): Set<string> {
+/** What the SDK tells of a call's approval (its options). */
+type Asked = { toolCallId: string; messages?: readonly ModelMessage[] | undefined };
+
+/** The messages' approval of one tool call: whether they asked about it, and the response. */
+function approvalIn({ messages = [], toolCallId }: Asked) {
   const approvalIds = new Set<string>();
-  for (const message of messages) {
-    if (message.role !== 'assistant' || typeof message.content === 'string') continue;
-    for (const part of message.content) {
+  let response: { approvalId: string; approved: boolean } | undefined;
+  for (const { content } of messages) {
+    for (const part of typeof content === 'string' ? [] : content) {
       if (part.type === 'tool-approval-request' && part.toolCallId === toolCallId) {
         approvalIds.add(part.approvalId);
       }
-    }
-  }
-  return approvalIds;
-}
-
-/**
- * Whether the messages already hold an approval request for this tool call: the call comes from
- * the history (the SDK checks an approved call again before it runs it), not from the model.
- */
-export function requestedIn(
-  messages: readonly ModelMessage[] | undefined,
-  toolCallId: string,
-): boolean {
-  return messages !== undefined && approvalIdsOf(messages, toolCallId).size > 0;
-}
-
-/** The approval response the messages carry for one tool call, when they carry one. */
-export function approvalResponseOf(
-  messages: readonly ModelMessage[] | undefined,
-  toolCallId: string,
-): { approvalId: string; approved: boolean; reason?: string | undefined } | undefined {
-  if (messages === undefined) return undefined;
-  const approvalIds = approvalIdsOf(messages, toolCallId);
-  let found: { approvalId: string; approved: boolean; reason?: string | undefined } | undefined;
-  for (const message of messages) {
-    if (message.role !== 'tool') continue;
-    for (const part of message.content) {
       if (part.type === 'tool-approval-response' && approvalIds.has(part.approvalId)) {
-        found = { approvalId: part.approvalId, approved: part.approved, reason: part.reason };
+        response = part;
       }
     }
   }
-  return found;
+  return { asked: approvalIds.size > 0, response };
 }
 
 /**
@@ -66,13 +38,9 @@ export function approvalResponseOf(
  * asked about this call (this tool, these arguments, this turn). For the app, never the model:
  * the client made the history up or edited it, as the SDK's `InvalidToolApprovalSignatureError`.
  */
-export function unaskedApproval(
-  call: Call,
-  toolCallId: string,
-  approvalId: string | undefined,
-  asks: boolean,
-): InvalidInputError {
-  const which = `${String(call.toolName)} (tool call ${toolCallId}${approvalId === undefined ? '' : `, approval ${approvalId}`})`;
+function unasked({ toolName }: PreparedCall<unknown>, asked: Asked, asks: boolean) {
+  const approvalId = approvalIn(asked).response?.approvalId;
+  const which = `${toolName} (tool call ${asked.toolCallId}${approvalId === undefined ? '' : `, approval ${approvalId}`})`;
   const why = asks
     ? 'The client made the history up or edited it (another tool call, other arguments).'
     : "The client made the history up, or generateText's toolApproval asked for it: the wrapper sees only the tool's own needsApproval, so put needsApproval on the tool.";
@@ -83,64 +51,52 @@ export function unaskedApproval(
 }
 
 /**
- * The SDK checking an approved call of the history again before it runs it (`needsApproval` of
- * a call the messages already asked about): the request must be on the store, else the history
- * was made up. Nothing is stored here.
+ * The wrapped `needsApproval` of a call the tool asks about. When the model emits it, the request
+ * is stored with the args pinned to the tool call id; it asks unless decided on the store already.
+ * A call the messages already asked about is the SDK checking an approved call of the history
+ * again before it runs it: its request must be on the store (nothing is stored here).
  * @throws InvalidInputError (field `messages`) when the model never asked about this call
  */
-export async function checkRequested(
+export async function askApproval(
   approvals: Approvals,
-  call: Call,
-  approval: { toolCallId: string; messages: readonly ModelMessage[] | undefined },
-  policy: ToolPolicy | undefined,
-): Promise<void> {
-  const requested = await approvals.getApproval(approvals.keyOf(call, policy));
-  if (requested !== undefined) return;
-  const response = approvalResponseOf(approval.messages, approval.toolCallId);
-  throw unaskedApproval(call, approval.toolCallId, response?.approvalId, true);
+  prepared: PreparedCall<unknown>,
+  asked: Asked,
+): Promise<boolean> {
+  const { call, policy } = prepared;
+  if (!approvalIn(asked).asked) {
+    const ref = asked.toolCallId;
+    return (await approvals.requestApproval(call, { policy, ref })).status === 'pending';
+  }
+  if ((await approvals.getApproval(approvals.keyOf(call, policy))) !== undefined) return true;
+  throw unasked(prepared, asked, true);
 }
 
 /**
  * Run one call of a wrapped tool: an approved call (its approval response is in the messages)
- * runs only if its approval request is on the store (stored when the model asked); its approval
- * is recorded (by the SDK's approval id, the first one wins) and it runs guarded, once. A call of
- * a tool that asks for approval with a decision on the store is run guarded (a rejection stays
- * one); any other call runs as usual.
+ * runs only if its approval request is on the store (stored when the model asked); it is approved
+ * there (core's `approveCall`, by the SDK's approval id: the first decision wins) and runs
+ * guarded, once. A call of a tool that asks (`asks`) with a decision on the store runs guarded (a
+ * rejection stays one); any other call runs as usual.
  * @throws InvalidInputError (field `messages`) for an approval of a call the model never asked
  *   about: nothing runs, nothing is recorded
  */
-export async function runWithApproval<R>(
+export async function runWithApproval(
   approvals: Approvals,
-  call: Call,
-  approval: {
-    asks: boolean;
-    toolCallId: string;
-    messages: readonly ModelMessage[] | undefined;
-    policy: ToolPolicy | undefined;
-  },
-  guarded: () => Promise<R>,
-  plain: () => Promise<R>,
-): Promise<R> {
-  const { policy, toolCallId } = approval;
-  const response = approvalResponseOf(approval.messages, toolCallId);
-  if (response?.approved === true) {
-    const key = approvals.keyOf(call, policy);
-    const requested = await approvals.getApproval(key);
-    if (requested === undefined) {
-      throw unaskedApproval(call, toolCallId, response.approvalId, approval.asks);
-    }
-    if (requested.status === 'pending') {
-      try {
-        await approvals.approve(key, { by: `ai-sdk:${response.approvalId}` });
-      } catch (error) {
-        // Decided the other way first (a stored rejection): the guarded run says so.
-        if (!ApprovalConflictError.isInstance(error)) throw error;
-      }
-    }
-    return guarded();
+  executor: Idempotency,
+  prepared: PreparedCall<unknown>,
+  fn: (args: unknown, context: ExecutionContext) => Promise<unknown>,
+  asked: Asked & { asks: boolean },
+): Promise<{ value: unknown; replayed: boolean }> {
+  const { call, policy } = prepared;
+  const { response } = approvalIn(asked);
+  const approvedBy = response?.approved === true ? `ai-sdk:${response.approvalId}` : undefined;
+  const requested =
+    approvedBy !== undefined || asked.asks
+      ? await approvals.getApproval(approvals.keyOf(call, policy))
+      : undefined;
+  if (approvedBy !== undefined) {
+    if (requested === undefined) throw unasked(prepared, asked, asked.asks);
+    await approvals.approveCall(call, { policy, ref: asked.toolCallId, by: approvedBy });
   }
-  if (approval.asks && (await approvals.getApproval(approvals.keyOf(call, policy))) !== undefined) {
-    return guarded();
-  }
-  return plain();
+  return requested === undefined ? executor.run(call, fn, policy) : approvals.run(call, fn, policy);
 }

@@ -3,10 +3,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { OutcomeUnknownError } from '@idempotent-tools/core';
 import { countEffects } from '@idempotent-tools/testing';
 import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/testing/openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OutcomeUnknownError } from './index.js';
 import { type Crash, chargeModel, runChargeAgent } from './test-utils/crash-agent.js';
 
 let server: ScriptedServer;

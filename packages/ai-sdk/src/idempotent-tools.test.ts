@@ -1,20 +1,22 @@
 import { randomUUID } from 'node:crypto';
+import {
+  createMemoryStore,
+  OutcomeUnknownError,
+  RETRY_SAFE_NOTE,
+  RETRY_UNSAFE_NOTE,
+  StoreUnavailableError,
+} from '@idempotent-tools/core';
 import { generateText, isStepCount, type ModelMessage, streamText, type Tool, tool } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   ConfigurationError,
   createIdempotency,
-  createMemoryStore,
   DriftError,
   type IdempotencyStore,
   idempotencyContext,
   idempotentTool,
   idempotentTools,
-  OutcomeUnknownError,
-  RETRY_SAFE_NOTE,
-  RETRY_UNSAFE_NOTE,
-  StoreUnavailableError,
 } from './index.js';
 import { type Api, type ScriptStep, startScriptedModel } from './test-utils/scripted-model.js';
 

@@ -6,37 +6,43 @@ import {
   type ExecutorOptions,
   markReplayed,
   type ToolPolicy,
-  withRetryNote,
 } from '@idempotent-tools/core';
 import {
   type Adapter,
   type AdapterOptions,
   audienceOf,
-  callOf,
   checkToolName,
   createContextRegistry,
   createEscapes,
   createToolSetAdapter,
   drain,
-  errorText,
   type PerCall as KitPerCall,
-  keyArgs,
   markContent,
   markWrapped,
   mergeSignals,
   type OneToolOptions,
   oneToolOptions,
+  prepareCall,
+  presentTool,
   type RepeatablePolicy,
-  type Repeats,
   readTranscript,
   relay,
+  type SettledRun,
+  settleRun,
+  type ToolPresentation,
   type ToolSetOptions,
-  takeRepeat,
-  withRepeatNote,
 } from '@idempotent-tools/core/adapter-kit';
-import type { ModelMessage, Tool, ToolExecutionOptions, ToolSet } from 'ai';
-import { checkRequested, requestedIn, runWithApproval } from './approvals.js';
-import { withoutRepeat, withRepeatInput } from './repeat-schema.js';
+import {
+  asSchema,
+  type FlexibleSchema,
+  type JSONSchema7,
+  jsonSchema,
+  type ModelMessage,
+  type Tool,
+  type ToolExecutionOptions,
+  type ToolSet,
+} from 'ai';
+import { askApproval, runWithApproval } from './approvals.js';
 
 /** A tool's entry of `toolsContext` (after its `contextSchema`, if it has one). */
 export type ToolContext = { readonly [key: string]: unknown };
@@ -89,6 +95,7 @@ export type IdempotentToolOptions<TOOL extends Tool> = ExecutorOptions &
 type ToolResultOutput = Awaited<ReturnType<NonNullable<Tool['toModelOutput']>>>;
 type Execute = NonNullable<Tool['execute']>;
 type Options = ToolExecutionOptions<ToolContext | undefined>;
+type NeedsApproval = Exclude<Tool['needsApproval'], boolean | undefined>;
 
 /** Marked outputs of this process -> the original output (for `toModelOutput`). */
 const marks = new WeakMap<object, { value: unknown; replayed: boolean }>();
@@ -106,14 +113,20 @@ export function idempotencyContext(options: object): ExecutionContext | undefine
 /** Developer errors (nothing ran) out of generateText / streamText (see `createEscapes`). */
 const escapes = createEscapes();
 
-/** The error of a call: one for the developer escapes; one for the model is thrown. */
-function failure(error: unknown) {
-  if (audienceOf(error) === 'developer') return escapes.escape(error);
-  const text = errorText(error); // the AI SDK shows the model `error.toString()`
-  if (text !== undefined && typeof error === 'object' && error !== null) {
-    Object.defineProperty(error, 'toString', { value: () => text, configurable: true });
-  }
-  throw error;
+/**
+ * A call's outcome as `execute` answers it: the output; a developer error escapes (returned, the
+ * wrapped `toModelOutput` throws it); the model's error is thrown with its text as `toString()`
+ * (what the AI SDK shows the model), the core error itself when there is one; the tool's own
+ * error is thrown as it is.
+ */
+function answer(outcome: SettledRun | { text: string }): unknown {
+  if ('output' in outcome) return outcome.output;
+  if ('developer' in outcome) return escapes.escape(outcome.developer);
+  if ('error' in outcome) throw outcome.error;
+  const { text } = outcome;
+  const cause = 'cause' in outcome ? outcome.cause : undefined;
+  const error = typeof cause === 'object' && cause !== null ? cause : new Error(text);
+  throw Object.defineProperty(error, 'toString', { value: () => text, configurable: true });
 }
 
 /** The model messages of the conversation, as the turn derivation reads them. */
@@ -140,73 +153,48 @@ function defaultModelOutput(output: unknown): ToolResultOutput {
   return { type: 'json', value: JSON.parse(JSON.stringify(output) ?? 'null') };
 }
 
-function retryNote(tool: Tool, safe: boolean, repeats?: Repeats): Partial<Tool> {
-  if (tool.type === 'provider') return {}; // provider tools have no description of their own
-  const description = tool.description;
-  const note = (text: string | undefined) =>
-    repeats === undefined ? withRetryNote(text, safe) : withRepeatNote(text, repeats);
-  return {
-    description:
-      typeof description === 'function'
-        ? (options) => note(description(options))
-        : note(description),
-  } as Partial<Tool>;
+/** The tool's description with its note (a description function is wrapped); a provider tool has none. */
+function described(tool: Tool, shown: ToolPresentation): Partial<Tool> {
+  if (tool.type === 'provider') return {};
+  const own = tool.description;
+  const description =
+    typeof own === 'function'
+      ? (options: never) => shown.describe(own(options))
+      : shown.describe(own);
+  return { description } as Partial<Tool>;
 }
-
-/** The model's error for its input (a bad repeat argument): the AI SDK shows it `toString()`. */
-function modelError(text: string): Error {
-  const error = new Error(text);
-  Object.defineProperty(error, 'toString', { value: () => text, configurable: true });
-  return error;
-}
-
-/** How a tool takes a deliberate repeat: none for a provider tool, whose schema is the provider's. */
-function repeatsOf(name: string, tool: Tool, adapter: Adapter<ToolCallInfo>, caller: string) {
-  const repeats = adapter.repeats(name);
-  if (repeats === undefined || tool.type !== 'provider') return repeats;
-  throw new ConfigurationError({
-    option: `policies.${name}.repeatable`,
-    message: `${caller}: ${name} is a provider tool, whose input schema is the provider's; it cannot take the repeat argument. Leave out repeatable.`,
-  });
-}
-
-type NeedsApproval = Exclude<Tool['needsApproval'], boolean | undefined>;
 
 /**
- * The tool's `needsApproval`, binding each request to the exact call: when the model emits a
- * call and the tool asks, the request is stored with the args pinned to the tool call id; a call
- * already decided on the store is not asked again (approved: it runs, or replays; rejected: the
- * rejection is replayed). A call the messages already asked about is the SDK checking an approved
- * call of the history before it runs it: nothing is stored, and one whose request is not on the
- * store (the model never asked about it) is refused, out of generateText / streamText.
+ * The `inputSchema` of a repeatable tool (its `inputSchema`: zod, a Standard Schema, `jsonSchema()`):
+ * the JSON schema the model sees has the repeat argument (required and nullable for a `strict`
+ * tool); the tool's own schema validates the input without it (a strict zod object would refuse
+ * it, a plain one drop it), and the argument is put back as given, for the pipeline to check and
+ * take out before the tool runs.
+ * @throws ConfigurationError when the tool's schema has a property of that name already, or does
+ *   not describe an object
  */
-function boundNeedsApproval(
-  own: Tool['needsApproval'],
-  approvals: Approvals,
-  identify: (input: unknown, options: Options) => ReturnType<typeof callOf>,
-  policy: ToolPolicy | undefined,
-): NeedsApproval {
-  return async (input, options) => {
-    const asks =
-      typeof own === 'function' ? await (own as NeedsApproval)(input, options) : own === true;
-    if (!asks) return false;
-    try {
-      const call = identify(input, options as unknown as Options);
-      const { toolCallId, messages } = options;
-      if (requestedIn(messages, toolCallId)) {
-        await checkRequested(approvals, call, { toolCallId, messages }, policy);
-        return true;
-      }
-      const approval = await approvals.requestApproval(call, {
-        policy,
-        ref: options.toolCallId,
-      });
-      return approval.status === 'pending';
-    } catch (error) {
-      if (audienceOf(error) === 'developer') throw error;
-      return true; // the model's error (other args under this id...): execute answers it
-    }
-  };
+function repeatInput(tool: Tool, shown: ToolPresentation, argument: string): FlexibleSchema {
+  const own = asSchema(tool.inputSchema as FlexibleSchema | undefined);
+  const extend = (json: JSONSchema7) =>
+    shown.jsonSchema(json, (tool as { strict?: boolean }).strict === true);
+  const json = own.jsonSchema;
+  // Extended now when it is at hand (a clash with a JSON schema's own property fails at wrap time).
+  const extended =
+    typeof (json as PromiseLike<JSONSchema7>).then === 'function'
+      ? Promise.resolve(json).then(extend)
+      : extend(json as JSONSchema7);
+  return jsonSchema(extended, {
+    async validate(value) {
+      const rest = shown.strip(value);
+      const result =
+        own.validate === undefined
+          ? { success: true as const, value: rest }
+          : await own.validate(rest);
+      if (rest === value || !result.success || typeof result.value !== 'object') return result;
+      const repeat = (value as Record<string, unknown>)[argument];
+      return { success: true, value: { ...result.value, [argument]: repeat } };
+    },
+  });
 }
 
 function wrapTool(
@@ -218,109 +206,91 @@ function wrapTool(
 ): Tool {
   const execute = tool.execute as Execute | undefined;
   if (execute === undefined) return tool; // provider-executed, or run by the client
-  const treatment = adapter.treatment(name);
-  if (treatment === 'exclude') return tool;
-  if (treatment === 'unsafe') return { ...tool, ...retryNote(tool, false) } as Tool;
-  const policy = adapter.policy(name) as ToolPolicy | undefined;
-  const { executor, markFresh } = adapter;
-  const repeats = repeatsOf(name, tool, adapter, caller);
+  const shown = presentTool(adapter, name, caller);
+  if (shown.treatment === 'exclude') return tool;
+  if (shown.treatment === 'unsafe') return { ...tool, ...described(tool, shown) } as Tool;
+  const { markFresh } = adapter;
+  const { repeats, strip } = shown;
+  if (repeats !== undefined && tool.type === 'provider') {
+    throw new ConfigurationError({
+      option: `policies.${name}.repeatable`,
+      message: `${caller}: ${name} is a provider tool, whose input schema is the provider's; it cannot take the repeat argument. Leave out repeatable.`,
+    });
+  }
+  const { needsApproval: gate, onInputAvailable, toModelOutput: own } = tool;
+  const asks = gate !== undefined && gate !== false;
 
-  /** The tool's own args of the model's input, and the key's (with a repeat of 2 or more). */
-  const split = (input: unknown) => {
-    if (repeats === undefined) return { args: input, key: input };
-    const taken = takeRepeat(input, name, repeats);
-    if ('error' in taken) throw modelError(taken.error); // nothing ran
-    return { args: taken.args, key: keyArgs(taken.args, taken.repeat, repeats) };
-  };
-  const identify = (input: unknown, options: Options) => {
-    const { args, key } = split(input);
-    return callOf(adapter, { toolName: name, input: args, options }, name, key, policy);
-  };
-  const asks = tool.needsApproval !== undefined && tool.needsApproval !== false;
-  const run = (input: unknown, options: Options, emit?: (part: unknown) => void) => {
-    const call = identify(input, options);
-    const args = withoutRepeat(input, repeats); // the tool never sees the repeat argument
-    const fn = async (given: unknown, ctx: ExecutionContext) => {
-      const inner = { ...options, abortSignal: mergeSignals(options.abortSignal, ctx.signal) };
-      contexts.set(inner, ctx);
-      // A streaming tool's final output is stored.
-      return drain(execute(repeats === undefined ? given : args, inner), emit);
-    };
-    return runWithApproval(
-      approvals,
-      call,
-      { asks, toolCallId: options.toolCallId, messages: options.messages, policy },
-      () => approvals.run(call, fn, policy),
-      () => executor.run(call, fn, policy),
-    );
+  /** The pipeline's first phase (the input is parsed and validated by its inputSchema already). */
+  const prepare = (input: unknown, options: Options) =>
+    prepareCall(adapter, {
+      toolName: name,
+      input,
+      parsed: true,
+      info: (args) => ({ toolName: name, input: args, options }),
+    });
+  /** The prepared call for a hook before execute: a developer error is thrown out of the SDK. */
+  const check = async (input: unknown, options: Options) => {
+    const prepared = await prepare(input, options);
+    if ('developer' in prepared) throw prepared.developer;
+    return 'prepared' in prepared ? prepared.prepared : undefined; // else execute tells the model
   };
   const mark = (value: unknown, replayed: boolean): unknown => {
     const marked = markReplayed(value, replayed, { markFresh });
-    if (marked !== value && typeof marked === 'object' && marked !== null) {
-      marks.set(marked, { value, replayed });
-    }
+    if (marked !== value) marks.set(marked as object, { value, replayed }); // a marked copy
     return marked;
   };
-
+  const run = async (input: unknown, options: Options, emit?: (part: unknown) => void) => {
+    const prepared = await prepare(input, options);
+    if (!('prepared' in prepared)) return prepared;
+    const fn = async (_key: unknown, ctx: ExecutionContext) => {
+      const inner = { ...options, abortSignal: mergeSignals(options.abortSignal, ctx.signal) };
+      contexts.set(inner, ctx);
+      return drain(execute(prepared.prepared.args, inner), emit); // a stream's last part is stored
+    };
+    const guarded = { ...options, asks };
+    return settleRun(
+      adapter,
+      () => runWithApproval(approvals, adapter.executor, prepared.prepared, fn, guarded),
+      mark,
+    );
+  };
   const wrapped =
     Object.prototype.toString.call(execute) === '[object AsyncGeneratorFunction]'
       ? async function* streaming(input: unknown, options: Options) {
-          let result: Awaited<ReturnType<typeof run>>;
-          try {
-            result = yield* relay((emit) => run(input, options, emit));
-          } catch (error) {
-            yield failure(error);
-            return;
-          }
-          // A fresh run already yielded its final output; a replay yields the stored one.
-          if (result.replayed || markFresh) yield mark(result.value, result.replayed);
+          const outcome = yield* relay((emit) => run(input, options, emit));
+          // A fresh run yielded its final output already; a replay (a marked copy) yields it.
+          const fresh = 'output' in outcome && !markFresh && !marks.has(outcome.output as object);
+          if (!fresh) yield answer(outcome);
         }
-      : async (input: unknown, options: Options) => {
-          try {
-            const result = await run(input, options);
-            return mark(result.value, result.replayed);
-          } catch (error) {
-            return failure(error);
-          }
-        };
-
-  const own = tool.toModelOutput;
-  const onInputAvailable = tool.onInputAvailable;
-  const needsApproval =
-    repeats === undefined || typeof tool.needsApproval !== 'function'
-      ? tool.needsApproval
-      : (((input, options) =>
-          (tool.needsApproval as NeedsApproval)(
-            withoutRepeat(input, repeats),
-            options,
-          )) as NeedsApproval);
+      : async (input: unknown, options: Options) => answer(await run(input, options));
+  const needsApproval: NeedsApproval = async (input, options) => {
+    const given =
+      typeof gate === 'function' ? await (gate as NeedsApproval)(strip(input), options) : asks;
+    const prepared = given ? await check(input, options as unknown as Options) : undefined;
+    if (prepared === undefined) return given; // asked: the model's error, execute answers it
+    return askApproval(approvals, prepared, options).catch((error: unknown) => {
+      if (audienceOf(error) === 'developer') throw error;
+      return true; // the model's error (other args under this id...): execute answers it
+    });
+  };
   return {
     ...tool,
-    ...retryNote(tool, true, repeats),
-    ...(repeats === undefined ? {} : { inputSchema: withRepeatInput(tool, name, repeats, caller) }),
+    ...described(tool, shown),
+    ...(repeats === undefined ? {} : { inputSchema: repeatInput(tool, shown, repeats.argument) }),
     // Marked: wrapping this tool again is refused at wrap time (its call would wait for itself).
     execute: markWrapped(wrapped) as Execute,
-    ...(asks
-      ? { needsApproval: boundNeedsApproval(needsApproval, approvals, identify, policy) }
-      : {}),
+    ...(asks ? { needsApproval } : {}),
     // Before anything runs, out of generateText / streamText (the AI SDK does not catch here).
     onInputAvailable: async (options: Options & { input: unknown }) => {
-      try {
-        identify(options.input, options);
-      } catch (error) {
-        if (audienceOf(error) === 'developer') throw error;
-      }
-      await onInputAvailable?.({
-        ...options,
-        input: withoutRepeat(options.input, repeats),
-      } as never);
+      await check(options.input, options);
+      await onInputAvailable?.({ ...options, input: strip(options.input) } as never);
     },
     toModelOutput: async (part: Parameters<NonNullable<Tool['toModelOutput']>>[0]) => {
       const { output } = part;
       escapes.rethrow(output);
-      const marked = typeof output === 'object' && output !== null ? marks.get(output) : undefined;
       if (own === undefined) return defaultModelOutput(output);
-      const input = withoutRepeat(part.input, repeats);
+      const marked = marks.get(output as object); // undefined for a value that is no object
+      const input = strip(part.input);
       if (marked === undefined) return own({ ...part, input });
       return markModelOutput(await own({ ...part, input, output: marked.value }), marked.replayed);
     },

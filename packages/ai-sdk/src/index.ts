@@ -1,4 +1,14 @@
-export * from '@idempotent-tools/core';
+export {
+  ConfigurationError,
+  createIdempotency,
+  DriftError,
+  type ExecutionContext,
+  type ExecutorOptions,
+  type Idempotency,
+  type IdempotencyStore,
+  InvalidInputError,
+  type ToolPolicy,
+} from '@idempotent-tools/core';
 export {
   type IdempotentToolOptions,
   type IdempotentToolsOptions,

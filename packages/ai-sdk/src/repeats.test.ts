@@ -4,12 +4,13 @@
  * one (replayed); `repeat: 2` is a second effect; a retry of it is replayed; the tool never sees
  * `repeat`.
  */
+
+import { createMemoryStore } from '@idempotent-tools/core';
 import { generateText, isStepCount, jsonSchema, streamText, type Tool, tool } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   ConfigurationError,
-  createMemoryStore,
   type IdempotentToolsOptions,
   idempotentTool,
   idempotentTools,

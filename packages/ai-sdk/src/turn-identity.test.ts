@@ -3,6 +3,8 @@
  * real `@ai-sdk/openai` client (Chat Completions and Responses) against the scripted server over
  * HTTP, and through a `useChat` route driven by the AI SDK's own `DefaultChatTransport`.
  */
+
+import { createMemoryStore } from '@idempotent-tools/core';
 import {
   convertToModelMessages,
   generateText,
@@ -14,12 +16,7 @@ import {
 } from 'ai';
 import { afterEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
-import {
-  ConfigurationError,
-  createMemoryStore,
-  InvalidInputError,
-  idempotentTools,
-} from './index.js';
+import { ConfigurationError, InvalidInputError, idempotentTools } from './index.js';
 import { Chat, startChatApp, textOf, toolOutputs } from './test-utils/chat-app.js';
 import {
   APIS,

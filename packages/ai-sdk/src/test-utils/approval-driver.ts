@@ -8,11 +8,12 @@
  * (`experimental_toolApprovalSecret`) on.
  */
 
+import { createMemoryStore } from '@idempotent-tools/core';
 import type { ApprovalDriver, ChargeArgs, PendingApproval } from '@idempotent-tools/testing';
 import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/openai';
 import { generateText, isStepCount, type ModelMessage, streamText, tool } from 'ai';
 import { z } from 'zod';
-import { createMemoryStore, idempotentTools } from '../index.js';
+import { idempotentTools } from '../index.js';
 import { withApprovalResponses } from './approval-app.js';
 import { type Api, startScriptedModel } from './scripted-model.js';
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createMemoryStore } from '@idempotent-tools/core';
 import type {
   SayOptions,
   TurnIdentityCaseOptions,
@@ -16,7 +17,7 @@ import {
   type ToolSet,
   type UIMessage,
 } from 'ai';
-import { createMemoryStore, type IdempotentToolsOptions, idempotentTools } from '../index.js';
+import { type IdempotentToolsOptions, idempotentTools } from '../index.js';
 import { Chat, type Exchange, startChatApp, textOf, toolOutputs } from './chat-app.js';
 import { type Api, startScriptedModel } from './scripted-model.js';
 import { supportDesk } from './support-desk.js';
