@@ -1,12 +1,8 @@
 /**
- * The AI SDK's approval flow (tool `needsApproval`), bound to the exact call on the store (core's
- * approvals): the SDK keeps its own flow (a `tool-approval-request`, then the app sends the
- * `tool-approval-response` back in the messages). When the model emits a call and the tool asks,
- * the wrapper stores the request (the args pinned to the tool call id); when an approved call
- * comes back in the messages, it runs only if that request is on the store: an approval
- * authorises only a call this server's model asked about, with exactly its arguments, in its
- * turn. A client-made or edited history is refused, to the app (the SDK's own signed approvals,
- * `experimental_toolApprovalSecret`, are refused the same way: thrown out of generateText).
+ * The AI SDK's approval flow (tool `needsApproval`: a `tool-approval-request`, the app sends the
+ * `tool-approval-response` back in the messages) bound to the exact call on the store (core's
+ * approvals): an approval authorises only a call this server's model asked about, with exactly
+ * its arguments, in its turn; a client-made or edited history is refused, to the app.
  */
 import type { Approvals, ExecutionContext, Idempotency } from '@idempotent-tools/core';
 import { InvalidInputError } from '@idempotent-tools/core';
@@ -33,11 +29,7 @@ function approvalIn({ messages = [], toolCallId }: Asked) {
   return { asked: approvalIds.size > 0, response };
 }
 
-/**
- * An approved call in the messages whose approval request was never stored: the model never
- * asked about this call (this tool, these arguments, this turn). For the app, never the model:
- * the client made the history up or edited it, as the SDK's `InvalidToolApprovalSignatureError`.
- */
+/** An approved call whose request is not on the store: for the app (a made-up or edited history). */
 function unasked({ toolName }: PreparedCall<unknown>, asked: Asked, asks: boolean) {
   const approvalId = approvalIn(asked).response?.approvalId;
   const which = `${toolName} (tool call ${asked.toolCallId}${approvalId === undefined ? '' : `, approval ${approvalId}`})`;
@@ -51,10 +43,9 @@ function unasked({ toolName }: PreparedCall<unknown>, asked: Asked, asks: boolea
 }
 
 /**
- * The wrapped `needsApproval` of a call the tool asks about. When the model emits it, the request
- * is stored with the args pinned to the tool call id; it asks unless decided on the store already.
- * A call the messages already asked about is the SDK checking an approved call of the history
- * again before it runs it: its request must be on the store (nothing is stored here).
+ * The wrapped `needsApproval` of a call the tool asks about: the model's call is stored as a
+ * request, the args pinned to the tool call id (asked unless decided already); a call of the
+ * history (the SDK checks it again before it runs it) must have its request on the store.
  * @throws InvalidInputError (field `messages`) when the model never asked about this call
  */
 export async function askApproval(
@@ -72,13 +63,10 @@ export async function askApproval(
 }
 
 /**
- * Run one call of a wrapped tool: an approved call (its approval response is in the messages)
- * runs only if its approval request is on the store (stored when the model asked); it is approved
- * there (core's `approveCall`, by the SDK's approval id: the first decision wins) and runs
- * guarded, once. A call of a tool that asks (`asks`) with a decision on the store runs guarded (a
- * rejection stays one); any other call runs as usual.
- * @throws InvalidInputError (field `messages`) for an approval of a call the model never asked
- *   about: nothing runs, nothing is recorded
+ * Run one call: an approved one (its response in the messages) only if its request is on the
+ * store, approved there (`approveCall`, by the SDK's approval id) and run guarded, once; one of a
+ * tool that `asks` with a request on the store guarded (a rejection stays one); others as usual.
+ * @throws InvalidInputError (field `messages`) when the model never asked about the approved call
  */
 export async function runWithApproval(
   approvals: Approvals,

@@ -7,37 +7,12 @@ import {
   markReplayed,
   type ToolPolicy,
 } from '@idempotent-tools/core';
-import {
-  type Adapter,
-  type AdapterOptions,
-  audienceOf,
-  checkToolName,
-  createContextRegistry,
-  createEscapes,
-  createToolSetAdapter,
-  drain,
-  type PerCall as KitPerCall,
-  markContent,
-  markWrapped,
-  mergeSignals,
-  type OneToolOptions,
-  oneToolOptions,
-  prepareCall,
-  presentTool,
-  type RepeatablePolicy,
-  readTranscript,
-  relay,
-  type SettledRun,
-  settleRun,
-  type ToolPresentation,
-  type ToolSetOptions,
-} from '@idempotent-tools/core/adapter-kit';
+import * as kit from '@idempotent-tools/core/adapter-kit';
 import {
   asSchema,
   type FlexibleSchema,
   type JSONSchema7,
   jsonSchema,
-  type ModelMessage,
   type Tool,
   type ToolExecutionOptions,
   type ToolSet,
@@ -57,15 +32,14 @@ export interface ToolCallInfo {
 }
 
 /** A per-call value: fixed (wrap per request), or computed from the call (undefined: not known). */
-export type PerCall = KitPerCall<ToolCallInfo>;
+export type PerCall = kit.PerCall<ToolCallInfo>;
 
 /**
- * How a call is identified: `conversationId` (useChat's chat id, the `id` of the request body;
- * or a function of the call, e.g. `({ options }) => options.context?.chatId as string | undefined`
- * with `toolsContext`), or `turnId`; `scope` (tenant / user); `markFresh`.
+ * How a call is identified: `conversationId` (useChat's chat id, or e.g. `({ options }) =>
+ * options.context?.chatId` with `toolsContext`) or `turnId`; `scope` (tenant / user); `markFresh`.
  */
 export type WrapOptions = Pick<
-  AdapterOptions<ToolCallInfo>,
+  kit.AdapterOptions<ToolCallInfo>,
   'turnId' | 'conversationId' | 'scope' | 'markFresh'
 >;
 
@@ -76,21 +50,18 @@ export type PolicyOf<T> = T extends {
   ? ToolPolicy<I, R extends AsyncIterable<infer O> ? O : Awaited<R>>
   : ToolPolicy;
 
-/**
- * Options of `idempotentTools(tools, options)`. A policy may say `repeatable` (deliberate
- * repeats: the tool's `inputSchema` gets the `repeat` argument, see the README).
- */
+/** Options of `idempotentTools(tools, options)`; a policy may say `repeatable` (see the README). */
 export type IdempotentToolsOptions<TOOLS extends ToolSet> = ExecutorOptions &
   WrapOptions &
-  ToolSetOptions<
+  kit.ToolSetOptions<
     keyof TOOLS & string,
-    { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> & RepeatablePolicy }
+    { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> & kit.RepeatablePolicy }
   >;
 
 /** Options of `idempotentTool(name, tool, options)`. */
 export type IdempotentToolOptions<TOOL extends Tool> = ExecutorOptions &
   WrapOptions &
-  OneToolOptions<PolicyOf<TOOL> & RepeatablePolicy>;
+  kit.OneToolOptions<PolicyOf<TOOL> & kit.RepeatablePolicy>;
 
 type ToolResultOutput = Awaited<ReturnType<NonNullable<Tool['toModelOutput']>>>;
 type Execute = NonNullable<Tool['execute']>;
@@ -99,7 +70,7 @@ type NeedsApproval = Exclude<Tool['needsApproval'], boolean | undefined>;
 
 /** Marked outputs of this process -> the original output (for `toModelOutput`). */
 const marks = new WeakMap<object, { value: unknown; replayed: boolean }>();
-const contexts = createContextRegistry();
+const contexts = kit.createContextRegistry();
 
 /**
  * The idempotency context of a wrapped call, from the options your `execute` received: `key`
@@ -111,15 +82,14 @@ export function idempotencyContext(options: object): ExecutionContext | undefine
 }
 
 /** Developer errors (nothing ran) out of generateText / streamText (see `createEscapes`). */
-const escapes = createEscapes();
+const escapes = kit.createEscapes();
 
 /**
- * A call's outcome as `execute` answers it: the output; a developer error escapes (returned, the
- * wrapped `toModelOutput` throws it); the model's error is thrown with its text as `toString()`
- * (what the AI SDK shows the model), the core error itself when there is one; the tool's own
- * error is thrown as it is.
+ * A call's outcome as `execute` answers it: the output; a developer error escapes; the model's
+ * error is thrown (the core error itself when there is one) with its text as the `toString()`
+ * the AI SDK shows the model; the tool's own error is thrown as it is.
  */
-function answer(outcome: SettledRun | { text: string }): unknown {
+function answer(outcome: kit.SettledRun | { text: string }): unknown {
   if ('output' in outcome) return outcome.output;
   if ('developer' in outcome) return escapes.escape(outcome.developer);
   if ('error' in outcome) throw outcome.error;
@@ -129,13 +99,6 @@ function answer(outcome: SettledRun | { text: string }): unknown {
   throw Object.defineProperty(error, 'toString', { value: () => text, configurable: true });
 }
 
-/** The model messages of the conversation, as the turn derivation reads them. */
-const transcriptOf = (messages: readonly ModelMessage[] | undefined) =>
-  readTranscript(messages, {
-    from: ({ role }) => (role === 'system' ? 'prompt' : role === 'assistant' ? 'model' : role),
-    content: (message) => message.content,
-  });
-
 /** The model output of `toModelOutput`, marked like a plain output would be. */
 function markModelOutput(output: ToolResultOutput, replayed: boolean): ToolResultOutput {
   if (output.type === 'text' || output.type === 'json') {
@@ -143,7 +106,7 @@ function markModelOutput(output: ToolResultOutput, replayed: boolean): ToolResul
     return { ...output, type: 'json', value };
   }
   if (output.type === 'content')
-    return { ...output, value: markContent(output.value, replayed) as typeof output.value };
+    return { ...output, value: kit.markContent(output.value, replayed) as typeof output.value };
   return output;
 }
 
@@ -154,31 +117,24 @@ function defaultModelOutput(output: unknown): ToolResultOutput {
 }
 
 /** The tool's description with its note (a description function is wrapped); a provider tool has none. */
-function described(tool: Tool, shown: ToolPresentation): Partial<Tool> {
+function described(tool: Tool, shown: kit.ToolPresentation): Partial<Tool> {
   if (tool.type === 'provider') return {};
   const own = tool.description;
   const description =
-    typeof own === 'function'
-      ? (options: never) => shown.describe(own(options))
-      : shown.describe(own);
+    typeof own === 'function' ? (o: never) => shown.describe(own(o)) : shown.describe(own);
   return { description } as Partial<Tool>;
 }
 
 /**
- * The `inputSchema` of a repeatable tool (its `inputSchema`: zod, a Standard Schema, `jsonSchema()`):
- * the JSON schema the model sees has the repeat argument (required and nullable for a `strict`
- * tool); the tool's own schema validates the input without it (a strict zod object would refuse
- * it, a plain one drop it), and the argument is put back as given, for the pipeline to check and
- * take out before the tool runs.
- * @throws ConfigurationError when the tool's schema has a property of that name already, or does
- *   not describe an object
+ * A repeatable tool's `inputSchema`: its JSON schema with the repeat argument; its own validation
+ * of the input without it (a strict zod object would refuse it), the argument put back as given.
+ * @throws ConfigurationError when the tool's schema has that property already, or is no object's
  */
-function repeatInput(tool: Tool, shown: ToolPresentation, argument: string): FlexibleSchema {
+function repeatInput(tool: Tool, shown: kit.ToolPresentation, argument: string): FlexibleSchema {
   const own = asSchema(tool.inputSchema as FlexibleSchema | undefined);
   const extend = (json: JSONSchema7) =>
     shown.jsonSchema(json, (tool as { strict?: boolean }).strict === true);
-  const json = own.jsonSchema;
-  // Extended now when it is at hand (a clash with a JSON schema's own property fails at wrap time).
+  const json = own.jsonSchema; // extended now when it is at hand: a clash fails at wrap time
   const extended =
     typeof (json as PromiseLike<JSONSchema7>).then === 'function'
       ? Promise.resolve(json).then(extend)
@@ -186,10 +142,7 @@ function repeatInput(tool: Tool, shown: ToolPresentation, argument: string): Fle
   return jsonSchema(extended, {
     async validate(value) {
       const rest = shown.strip(value);
-      const result =
-        own.validate === undefined
-          ? { success: true as const, value: rest }
-          : await own.validate(rest);
+      const result = (await own.validate?.(rest)) ?? { success: true as const, value: rest };
       if (rest === value || !result.success || typeof result.value !== 'object') return result;
       const repeat = (value as Record<string, unknown>)[argument];
       return { success: true, value: { ...result.value, [argument]: repeat } };
@@ -200,16 +153,15 @@ function repeatInput(tool: Tool, shown: ToolPresentation, argument: string): Fle
 function wrapTool(
   name: string,
   tool: Tool,
-  adapter: Adapter<ToolCallInfo>,
+  adapter: kit.Adapter<ToolCallInfo>,
   approvals: Approvals,
   caller: string,
 ): Tool {
   const execute = tool.execute as Execute | undefined;
   if (execute === undefined) return tool; // provider-executed, or run by the client
-  const shown = presentTool(adapter, name, caller);
+  const shown = kit.presentTool(adapter, name, caller);
   if (shown.treatment === 'exclude') return tool;
   if (shown.treatment === 'unsafe') return { ...tool, ...described(tool, shown) } as Tool;
-  const { markFresh } = adapter;
   const { repeats, strip } = shown;
   if (repeats !== undefined && tool.type === 'provider') {
     throw new ConfigurationError({
@@ -222,7 +174,7 @@ function wrapTool(
 
   /** The pipeline's first phase (the input is parsed and validated by its inputSchema already). */
   const prepare = (input: unknown, options: Options) =>
-    prepareCall(adapter, {
+    kit.prepareCall(adapter, {
       toolName: name,
       input,
       parsed: true,
@@ -235,7 +187,7 @@ function wrapTool(
     return 'prepared' in prepared ? prepared.prepared : undefined; // else execute tells the model
   };
   const mark = (value: unknown, replayed: boolean): unknown => {
-    const marked = markReplayed(value, replayed, { markFresh });
+    const marked = markReplayed(value, replayed, { markFresh: adapter.markFresh });
     if (marked !== value) marks.set(marked as object, { value, replayed }); // a marked copy
     return marked;
   };
@@ -243,22 +195,20 @@ function wrapTool(
     const prepared = await prepare(input, options);
     if (!('prepared' in prepared)) return prepared;
     const fn = async (_key: unknown, ctx: ExecutionContext) => {
-      const inner = { ...options, abortSignal: mergeSignals(options.abortSignal, ctx.signal) };
+      const inner = { ...options, abortSignal: kit.mergeSignals(options.abortSignal, ctx.signal) };
       contexts.set(inner, ctx);
-      return drain(execute(prepared.prepared.args, inner), emit); // a stream's last part is stored
+      return kit.drain(execute(prepared.prepared.args, inner), emit); // a stream's last part is stored
     };
-    const guarded = { ...options, asks };
-    return settleRun(
-      adapter,
-      () => runWithApproval(approvals, adapter.executor, prepared.prepared, fn, guarded),
-      mark,
-    );
+    const guarded = () =>
+      runWithApproval(approvals, adapter.executor, prepared.prepared, fn, { ...options, asks });
+    return kit.settleRun(adapter, guarded, mark);
   };
   const wrapped =
     Object.prototype.toString.call(execute) === '[object AsyncGeneratorFunction]'
       ? async function* streaming(input: unknown, options: Options) {
-          const outcome = yield* relay((emit) => run(input, options, emit));
+          const outcome = yield* kit.relay((emit) => run(input, options, emit));
           // A fresh run yielded its final output already; a replay (a marked copy) yields it.
+          const { markFresh } = adapter;
           const fresh = 'output' in outcome && !markFresh && !marks.has(outcome.output as object);
           if (!fresh) yield answer(outcome);
         }
@@ -269,7 +219,7 @@ function wrapTool(
     const prepared = given ? await check(input, options as unknown as Options) : undefined;
     if (prepared === undefined) return given; // asked: the model's error, execute answers it
     return askApproval(approvals, prepared, options).catch((error: unknown) => {
-      if (audienceOf(error) === 'developer') throw error;
+      if (kit.audienceOf(error) === 'developer') throw error;
       return true; // the model's error (other args under this id...): execute answers it
     });
   };
@@ -278,7 +228,7 @@ function wrapTool(
     ...described(tool, shown),
     ...(repeats === undefined ? {} : { inputSchema: repeatInput(tool, shown, repeats.argument) }),
     // Marked: wrapping this tool again is refused at wrap time (its call would wait for itself).
-    execute: markWrapped(wrapped) as Execute,
+    execute: kit.markWrapped(wrapped) as Execute,
     ...(asks ? { needsApproval } : {}),
     // Before anything runs, out of generateText / streamText (the AI SDK does not catch here).
     onInputAvailable: async (options: Options & { input: unknown }) => {
@@ -298,11 +248,15 @@ function wrapTool(
 }
 
 function wrapSet(tools: unknown, options: unknown, caller: string): Record<string, Tool> {
-  const { adapter, entries } = createToolSetAdapter<ToolCallInfo, Tool>(tools, options, {
+  const { adapter, entries } = kit.createToolSetAdapter<ToolCallInfo, Tool>(tools, options, {
     caller,
     set: 'the tool set you pass to generateText: { name: tool({...}) }',
     tool: 'a tool object: define it with tool({ ... })',
-    transcript: (call) => transcriptOf(call.options.messages),
+    transcript: ({ options }) =>
+      kit.readTranscript(options.messages, {
+        from: ({ role }) => (role === 'system' ? 'prompt' : role === 'assistant' ? 'model' : role),
+        content: (message) => message.content,
+      }),
     repeatable: true,
     howTo:
       "conversationId (your chat id: useChat's `id` of the request body, or ({ options }) => options.context?.chatId) or turnId (the id of the user message)",
@@ -317,13 +271,8 @@ function wrapSet(tools: unknown, options: unknown, caller: string): Record<strin
  * Make a tool set idempotent: each tool's `execute` becomes a lookup first, so a repeat of the
  * same call in the same turn of the same conversation replays the stored output (marked
  * `replayed: true`) instead of running the side effect again. Every other field is kept; tools
- * without `execute` (provider-executed) are returned untouched.
- *
- * ```ts
- * // In the route handler of useChat: wrap per request, with the chat id.
- * const { id, messages } = await req.json();
- * const tools = idempotentTools({ chargeCard, sendEmail }, { store, conversationId: id });
- * ```
+ * without `execute` (provider-executed) are returned untouched. In a useChat route, wrap per
+ * request with the chat id: `idempotentTools(tools, { store, conversationId: id })`.
  *
  * @throws ConfigurationError at once for a setup that can never tell conversations apart (no
  *   `conversationId` / `turnId`), a misspelt option, a bad policy, a tool name providers reject
@@ -341,6 +290,7 @@ export function idempotentTool<TOOL extends Tool>(
   tool: TOOL,
   options: IdempotentToolOptions<TOOL>,
 ): TOOL {
-  checkToolName(name, 'idempotentTool');
-  return wrapSet({ [name]: tool }, oneToolOptions(name, options), 'idempotentTool')[name] as TOOL;
+  kit.checkToolName(name, 'idempotentTool');
+  const set = wrapSet({ [name]: tool }, kit.oneToolOptions(name, options), 'idempotentTool');
+  return set[name] as TOOL;
 }
