@@ -57,6 +57,7 @@ export {
   type ToolErrorOutputOption,
   type ToolHandler,
 } from './dispatch-calls.js';
+export { errorOutcome, returnOrThrow } from './outcomes.js';
 export {
   type CallInput,
   type CallOutcome,
