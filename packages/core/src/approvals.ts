@@ -638,13 +638,13 @@ export function createApprovals(
           toolName: call.toolName,
           storedFingerprint: error.storedFingerprint,
           fingerprint: error.fingerprint,
-          message: `The approved call of ${call.toolName} (${ref}) has other arguments than the model asked for: the approval does not authorise them. Nothing ran.`,
+          message: `The approval of ${call.toolName} (${ref}) was asked for other arguments: it does not authorise these. Nothing ran. Call ${call.toolName} again to ask for an approval of these arguments.`,
         });
       }
       if (error !== notAsked) throw error;
       throw new InvalidInputError({
         field: 'args',
-        message: `The approved call of ${call.toolName} (${ref}) is not one the model asked for on this server: the approval does not authorise it. Nothing ran. Call ${call.toolName} to ask for an approval.`,
+        message: `The approval of ${call.toolName} (${ref}) is for a call the model never asked for (no such call was emitted here, or its record expired): it does not authorise it. Nothing ran. Call ${call.toolName} again to ask for an approval.`,
       });
     }
   }
