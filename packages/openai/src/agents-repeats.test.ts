@@ -4,6 +4,8 @@
  * identical calls in one turn are one (replayed); `repeat: 2` is a second effect; a retry of it
  * is replayed; the tool never sees `repeat`. Zod (strict) and JSON-schema (non-strict) tools.
  */
+
+import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,
   type ScriptedServer,
@@ -21,7 +23,7 @@ import {
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { wrapAgentTools, wrapFunctionTool } from './agents.js';
-import { ConfigurationError, createIdempotency, createMemoryStore } from './index.js';
+import { ConfigurationError, createIdempotency } from './index.js';
 import { client } from './test-utils/app.js';
 
 beforeAll(() => setTracingDisabled(true));

@@ -1,3 +1,4 @@
+import { createMemoryStore, RETRY_SAFE_NOTE, RETRY_UNSAFE_NOTE } from '@idempotent-tools/core';
 import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/testing/openai';
 import {
   Agent,
@@ -12,14 +13,7 @@ import { assistantMessage, functionCall, modelError, ScriptedModel } from '@open
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { AGENTS_DEFAULT_ERROR_OUTPUT, wrapAgentTools, wrapFunctionTool } from './agents.js';
-import {
-  ConfigurationError,
-  createIdempotency,
-  createMemoryStore,
-  type Idempotency,
-  RETRY_SAFE_NOTE,
-  RETRY_UNSAFE_NOTE,
-} from './index.js';
+import { ConfigurationError, createIdempotency, type Idempotency } from './index.js';
 import { client, ticketArgs, ticketModel, ticketSystem, withRetries } from './test-utils/app.js';
 
 beforeAll(() => setTracingDisabled(true));

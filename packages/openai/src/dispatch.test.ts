@@ -1,3 +1,4 @@
+import { createMemoryStore, RETRY_SAFE_NOTE, RETRY_UNSAFE_NOTE } from '@idempotent-tools/core';
 import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/testing/openai';
 import type {
   ChatCompletionMessage,
@@ -5,14 +6,7 @@ import type {
 } from 'openai/resources/chat/completions';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { z } from 'zod';
-import {
-  ConfigurationError,
-  createIdempotency,
-  createMemoryStore,
-  createToolDispatcher,
-  RETRY_SAFE_NOTE,
-  RETRY_UNSAFE_NOTE,
-} from './index.js';
+import { ConfigurationError, createIdempotency, createToolDispatcher } from './index.js';
 import {
   chatTools,
   chatTurn,

@@ -3,72 +3,34 @@
  * of a Responses output idempotently and return the ready-to-send tool messages / outputs.
  */
 import type { Idempotency, ToolPolicy } from '@idempotent-tools/core';
-import {
-  type AdapterOptions,
-  createDispatcher,
-  createTurnLinks,
-  type DispatchCall,
-  outputsOf,
-  type RepeatablePolicy,
-  type ToolErrorOutputOption,
-  type ToolHandler,
-  type RequestIdentity as TurnOptions,
-} from '@idempotent-tools/core/adapter-kit';
-import type {
-  ChatCompletionMessage,
-  ChatCompletionMessageParam,
-  ChatCompletionToolMessageParam,
-} from 'openai/resources/chat/completions';
-import type {
-  Response,
-  ResponseCreateParams,
-  ResponseInputItem,
-  ResponseOutputItem,
-} from 'openai/resources/responses/responses';
-import { type Anchor, anchorOf, chatTranscript, inputItems, refusalOf } from './turns.js';
+import * as kit from '@idempotent-tools/core/adapter-kit';
+import type * as Chat from 'openai/resources/chat/completions';
+import type * as Responses from 'openai/resources/responses/responses';
+import { type Anchor, anchorOf, chatTranscript, inputItems } from './turns.js';
 
-export type {
-  DispatchCall,
-  RequestIdentity as TurnOptions,
-  ToolHandler,
-} from '@idempotent-tools/core/adapter-kit';
+/** Which turn the calls of one request belong to, and for whom. */
+export type TurnOptions = kit.RequestIdentity;
 
 /**
  * The kit's options; `toolErrorOutput`: the tool's own errors are rethrown (as `runTools` does).
  * A policy may say `repeatable` (deliberate repeats: `describe` adds the `repeat` argument).
  */
-export type ToolDispatcherOptions = AdapterOptions<
-  DispatchCall,
-  ToolPolicy<never, unknown> & RepeatablePolicy
+export type ToolDispatcherOptions = kit.AdapterOptions<
+  kit.DispatchCall,
+  ToolPolicy<never, unknown> & kit.RepeatablePolicy
 > &
-  ToolErrorOutputOption;
+  kit.ToolErrorOutputOption;
 
-type FunctionCall = { callId: string; name: string; arguments: string };
-type DescribedTool =
-  | {
-      type: string;
-      name?: string;
-      description?: string | null;
-      parameters?: unknown;
-      strict?: boolean | null;
-    }
-  | {
-      type: string;
-      function: {
-        name: string;
-        description?: string;
-        parameters?: unknown;
-        strict?: boolean | null;
-      };
-    };
-const turnOf = Symbol('turn');
-type Call = DispatchCall & {
-  [turnOf]: { transcript?: unknown[] | undefined; anchor?: Anchor | undefined };
+/** A tool definition's function: a Responses tool, or a Chat Completions tool's `function`. */
+type Definition = {
+  name?: string;
+  description?: string | null;
+  parameters?: unknown;
+  strict?: boolean | null;
 };
-const caller = 'createToolDispatcher';
-
-const content = (value: unknown): string =>
-  typeof value === 'string' ? value : (JSON.stringify(value) ?? 'null');
+type Turn = { transcript?: kit.TranscriptEntry[] | undefined; anchor?: Anchor | undefined };
+const turnOf = Symbol('turn');
+type Call = kit.DispatchCall & { [turnOf]: Turn };
 
 /**
  * Runs the function calls the model asked for, idempotently.
@@ -81,91 +43,96 @@ const content = (value: unknown): string =>
 export function createToolDispatcher(
   idempotency: Idempotency,
   // biome-ignore lint/suspicious/noExplicitAny: each handler has its own argument type
-  handlers: Record<string, ToolHandler<any, unknown>>,
+  handlers: Record<string, kit.ToolHandler<any, unknown>>,
   options: ToolDispatcherOptions = {},
 ) {
-  const dispatcher = createDispatcher<Call>(
+  const dispatcher = kit.createDispatcher<Call>(
     handlers,
     { ...options, idempotency },
     {
-      caller,
+      caller: 'createToolDispatcher',
       options: ['toolErrorOutput'],
       howTo:
         'conversationId (your chat id: runChat(message, { messages, conversationId }), or the option as a function of the call) or turnId (your id of the user message)',
       turn: ({ [turnOf]: { anchor } }) => (anchor && 'turn' in anchor ? anchor.turn : undefined),
-      refusal: ({ [turnOf]: { anchor } }) => refusalOf(anchor),
+      refusal: ({ [turnOf]: { anchor } }) =>
+        anchor && 'refuse' in anchor ? anchor.refuse : undefined,
       transcript: ({ [turnOf]: { anchor, transcript } }) =>
-        (anchor === undefined
+        anchor === undefined
           ? transcript
           : 'said' in anchor
             ? [{ role: 'user', content: anchor.said }]
-            : undefined) as never,
+            : undefined,
     },
   );
-  const links = createTurnLinks<Anchor>(dispatcher.adapter.executor);
+  const links = kit.createTurnLinks<Anchor>(dispatcher.adapter.executor);
 
-  /** The outputs of the calls, in order; the tool's own errors as `toolErrorOutput` says. */
+  /** The outputs of the calls, in order, as text; the tool's own errors as `toolErrorOutput` says. */
   async function runAll(
-    calls: FunctionCall[],
+    calls: { name: string; arguments: string }[],
     request: TurnOptions,
-    turn: Call[typeof turnOf],
+    turn: Turn,
     beforeRun?: (turnId: string) => Promise<void>,
-  ) {
+  ): Promise<string[]> {
     const outcomes = await dispatcher.run(calls, {
       info: (toolName, args) => ({ toolName, args, request, [turnOf]: turn }),
       ...(beforeRun && { beforeRun }),
     });
-    return outputsOf(outcomes, options.toolErrorOutput);
+    return kit
+      .outputsOf(outcomes, options.toolErrorOutput)
+      .map((v) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? 'null')));
   }
+
+  /** A copy of a definition with the retry note, and the `repeat` argument of a repeatable tool. */
+  const present = <F extends Definition>(fn: F): F => {
+    const parameters = dispatcher.parameters(fn.name, fn.parameters, fn.strict === true);
+    const described = dispatcher.describe(fn);
+    return parameters === fn.parameters ? described : { ...described, parameters };
+  };
 
   return {
     /** The tool messages answering the `tool_calls` of a Chat Completions assistant message, in order. */
     async runChat(
-      message: Pick<ChatCompletionMessage, 'tool_calls'>,
+      message: Pick<Chat.ChatCompletionMessage, 'tool_calls'>,
       turn: TurnOptions & {
         /** The `messages` of the request that produced `message`: the turn is derived from them. */
-        messages?: readonly ChatCompletionMessageParam[];
+        messages?: readonly Chat.ChatCompletionMessageParam[];
       } = {},
-    ): Promise<ChatCompletionToolMessageParam[]> {
+    ): Promise<Chat.ChatCompletionToolMessageParam[]> {
       const calls = (message.tool_calls ?? []).flatMap((c) =>
-        c.type === 'function' ? [{ callId: c.id, ...c.function }] : [],
+        c.type === 'function' ? [{ id: c.id, ...c.function }] : [],
       );
       const transcript = chatTranscript((turn.messages ?? []) as never);
       const outputs = await runAll(calls, turn, { transcript });
-      return calls.map((c, i) => ({
-        role: 'tool',
-        tool_call_id: c.callId,
-        content: content(outputs[i]),
-      }));
+      return calls.map((c, i) => ({ role: 'tool', tool_call_id: c.id, content: outputs[i] ?? '' }));
     },
     /**
      * The `function_call_output` items answering the `function_call` items of a response, in
      * order. Pass the request you sent (its `input`, `previous_response_id`, `conversation`).
      */
     async runResponses(
-      response: Pick<Response, 'output'> | readonly ResponseOutputItem[],
+      response: Pick<Responses.Response, 'output'> | readonly Responses.ResponseOutputItem[],
       turn: TurnOptions &
-        Pick<ResponseCreateParams, 'input' | 'previous_response_id' | 'conversation'> = {},
-    ): Promise<ResponseInputItem.FunctionCallOutput[]> {
+        Pick<
+          Responses.ResponseCreateParams,
+          'input' | 'previous_response_id' | 'conversation'
+        > = {},
+    ): Promise<Responses.ResponseInputItem.FunctionCallOutput[]> {
       const output = 'output' in response ? response.output : response;
-      const calls = output.flatMap((item) =>
-        item.type === 'function_call'
-          ? [{ callId: item.call_id, name: item.name, arguments: item.arguments }]
-          : [],
-      );
+      const calls = output.flatMap((item) => (item.type === 'function_call' ? [item] : []));
       const chain = { previous: turn.previous_response_id, conversation: turn.conversation };
       const anchor =
         calls.length === 0 ? undefined : await anchorOf(inputItems(turn.input), chain, links);
       // The next request may chain from this response (`previous_response_id`, also from the
       // first turn of a conversation, sent whole) and carry only the outputs: link the turn to
       // the calls, in the store, so that a later step in any process finds it.
-      const first = calls[0]?.callId;
-      const link = (turnId: string) => links.remember([first as string], { turn: turnId }, true);
+      const first = calls[0]?.call_id as string;
+      const link = (turnId: string) => links.remember([first], { turn: turnId }, true);
       const outputs = await runAll(calls, turn, { anchor }, link);
       return calls.map((c, i) => ({
         type: 'function_call_output',
-        call_id: c.callId,
-        output: content(outputs[i]),
+        call_id: c.call_id,
+        output: outputs[i] ?? '',
       }));
     },
     /**
@@ -173,20 +140,12 @@ export function createToolDispatcher(
      * appended, and the `repeat` argument in the parameters of a `repeatable` tool.
      * @throws ConfigurationError when a repeatable tool's parameters have their own `repeat`
      */
-    describe<T extends DescribedTool>(tools: readonly T[]): T[] {
-      const withParameters = <
-        F extends { name?: string; parameters?: unknown; strict?: boolean | null },
-      >(
-        fn: F,
-      ): F => {
-        const parameters = dispatcher.parameters(fn.name, fn.parameters, fn.strict === true);
-        return parameters === fn.parameters ? fn : { ...fn, parameters };
-      };
+    describe<T extends ({ type: string } & Definition) | { type: string; function: Definition }>(
+      tools: readonly T[],
+    ): T[] {
       return tools.map((tool): T => {
-        if (!('function' in tool)) {
-          return withParameters(dispatcher.describe(tool as T & { name?: string }));
-        }
-        const fn = withParameters(dispatcher.describe(tool.function));
+        if (!('function' in tool)) return present(tool as T & Definition);
+        const fn = present(tool.function);
         return fn === tool.function ? tool : { ...tool, function: fn };
       });
     },

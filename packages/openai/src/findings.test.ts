@@ -3,6 +3,8 @@
  * SDK's OpenAI models on it) against the scripted server. Each of these failed before the fix.
  * The approval resumed in another process is in approval.test.ts.
  */
+
+import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,
   type ScriptedReply,
@@ -22,7 +24,6 @@ import { wrapAgentTools } from './agents.js';
 import {
   ConfigurationError,
   createIdempotency,
-  createMemoryStore,
   createToolDispatcher,
   type Idempotency,
   type ToolDispatcher,

@@ -2,6 +2,8 @@
  * Deliberate repeats through the real openai client and a scripted model over HTTP: two identical
  * calls in one turn are one (replayed); `repeat: 2` is a second effect; a retry of it is replayed.
  */
+
+import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,
   type ScriptedServer,
@@ -18,7 +20,6 @@ import { z } from 'zod';
 import {
   ConfigurationError,
   createIdempotency,
-  createMemoryStore,
   createToolDispatcher,
   type ToolDispatcherOptions,
 } from './index.js';

@@ -5,10 +5,12 @@
  * words after it are a new turn; an item reference hides what it names, so a turn is not derived
  * over one.
  */
+
+import { createMemoryStore } from '@idempotent-tools/core';
 import { createTurnLinks } from '@idempotent-tools/core/adapter-kit';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { describe, expect, test } from 'vitest';
-import { createIdempotency, createMemoryStore } from './index.js';
+import { createIdempotency } from './index.js';
 import { type Anchor, anchorOf, itemSource } from './turns.js';
 
 const user = (text: string): ResponseInputItem => ({ role: 'user', content: text });

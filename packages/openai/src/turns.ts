@@ -5,7 +5,6 @@
  */
 import type { MessageSource, TurnLinks } from '@idempotent-tools/core/adapter-kit';
 import { deriveTurnId, readTranscript } from '@idempotent-tools/core/adapter-kit';
-import type { ResponseInputItem } from 'openai/resources/responses/responses';
 
 type Item = Record<string, unknown>;
 
@@ -16,133 +15,57 @@ type Item = Record<string, unknown>;
  */
 export type Anchor = { turn: string } | { said: string } | { refuse: string };
 
-/** The reason of an anchor that refuses (`TurnSources.refusal`), else undefined. */
-export const refusalOf = (anchor: Anchor | undefined): string | undefined =>
-  anchor !== undefined && 'refuse' in anchor ? anchor.refuse : undefined;
+/** Who a message is from, by its role (Chat Completions messages, Responses message items). */
+const byRole = (role: unknown): MessageSource =>
+  role === 'user'
+    ? 'user'
+    : role === 'system' || role === 'developer'
+      ? 'prompt'
+      : role === 'tool' || role === 'function'
+        ? 'tool'
+        : 'model';
 
 /** Chat Completions messages: user content; anything from the model or a tool answers. */
 export const chatTranscript = (messages: readonly Item[]) =>
-  readTranscript(messages, {
-    from: ({ role }) =>
-      role === 'user'
-        ? 'user'
-        : role === 'system' || role === 'developer'
-          ? 'prompt'
-          : role === 'tool' || role === 'function'
-            ? 'tool'
-            : 'model',
-    content: (m) => m.content,
-  });
+  readTranscript(messages, { from: (m) => byRole(m.role), content: (m) => m.content });
 
-/** Item types of the Agents SDK's own protocol that the Responses API does not have. */
-type AgentsItemType =
-  | 'function_call_result'
-  | 'computer_call_result'
-  | 'hosted_tool_call'
-  | 'unknown';
+/** Responses item types that are configuration the app adds: a prompt. */
+const PROMPT_ITEMS = new Set(['additional_tools', 'configuration_update', 'compaction_trigger']);
 
 /**
- * Who each item type of a Responses input (the `openai` package's `ResponseInputItem`, checked
- * at compile time: a type the package adds fails the typecheck until it is classified here) or
- * of the Agents SDK's protocol comes from. Messages go by their role. A call or anything else the
- * model produced (reasoning, hosted tool calls, MCP calls and approval requests, a compaction of
- * the turns before) is the model's; a call's output, and the app's answer to an MCP approval
- * request, a tool's; configuration the app adds is a prompt; an item reference is not read (it
- * names an item the request does not hold: `anchorOf` refuses a turn it would have to count).
+ * Who a Responses / Agents SDK input item is from. A message (`{ role, content }`, or `type:
+ * 'message'`) goes by its role; an item with neither a type nor a role, or an `item_reference`,
+ * is not read (it names an item the request does not hold: `anchorOf` refuses a turn it would
+ * have to count). A call's output or result (`*_output`, `*_result`) and the app's answer to an
+ * MCP approval request are a tool's; configuration the app adds is a prompt; any other item
+ * (a call, reasoning, a compaction, an item type not known here) is the model's: the same words
+ * after it are a new turn, never a replay. turns.test.ts places every item type of `openai`.
  */
-const ITEM_SOURCES: Record<
-  Exclude<NonNullable<ResponseInputItem['type']>, 'message'> | AgentsItemType,
-  MessageSource | undefined
-> = {
-  item_reference: undefined,
-  reasoning: 'model',
-  compaction: 'model',
-  function_call: 'model',
-  custom_tool_call: 'model',
-  computer_call: 'model',
-  file_search_call: 'model',
-  web_search_call: 'model',
-  code_interpreter_call: 'model',
-  image_generation_call: 'model',
-  local_shell_call: 'model',
-  shell_call: 'model',
-  apply_patch_call: 'model',
-  tool_search_call: 'model',
-  mcp_list_tools: 'model',
-  mcp_approval_request: 'model',
-  mcp_call: 'model',
-  program: 'model',
-  hosted_tool_call: 'model',
-  function_call_output: 'tool',
-  function_call_result: 'tool',
-  custom_tool_call_output: 'tool',
-  computer_call_output: 'tool',
-  computer_call_result: 'tool',
-  local_shell_call_output: 'tool',
-  shell_call_output: 'tool',
-  apply_patch_call_output: 'tool',
-  tool_search_output: 'tool',
-  program_output: 'tool',
-  mcp_approval_response: 'tool',
-  additional_tools: 'prompt',
-  configuration_update: 'prompt',
-  compaction_trigger: 'prompt',
-  // The SDK's item for a provider item it does not know: it came out of the model's output.
-  unknown: 'model',
-};
-
-/**
- * Who a Responses / Agents SDK input item is from (see `ITEM_SOURCES`). A message (`{ role,
- * content }`, or `type: 'message'`) goes by its role; an item with neither a type nor a role is
- * an item reference (`{ id }`). An item type this table does not know answers the turn before
- * it (the safe side: the same words after it are a new turn, never a replay).
- */
-export function itemSource(item: Item): MessageSource | undefined {
-  const { type, role } = item;
+export function itemSource({ type, role }: Item): MessageSource | undefined {
   if (type === undefined || type === null || type === 'message') {
-    if (role === undefined) return type === 'message' ? 'model' : undefined;
-    return role === 'user'
-      ? 'user'
-      : role === 'system' || role === 'developer'
-        ? 'prompt'
-        : 'model';
+    return role !== undefined ? byRole(role) : type === 'message' ? 'model' : undefined;
   }
-  return Object.hasOwn(ITEM_SOURCES, type as string)
-    ? ITEM_SOURCES[type as keyof typeof ITEM_SOURCES]
-    : 'model';
+  const name = String(type);
+  if (name === 'item_reference') return undefined;
+  if (PROMPT_ITEMS.has(name)) return 'prompt';
+  const answer = /_(output|result)$/.test(name) || name === 'mcp_approval_response';
+  return answer ? 'tool' : 'model';
 }
-
-/** Responses / Agents SDK input items: user messages are turns; the rest as `itemSource` says. */
-const itemsTranscript = (items: readonly Item[]) =>
-  readTranscript(items, { from: itemSource, content: (i) => i.content });
-
-/** An item reference (`{ type: 'item_reference', id }`, or `{ id }` alone). */
-const isReference = (item: Item) =>
-  item.type === 'item_reference' ||
-  ((item.type === undefined || item.type === null) && item.role === undefined);
 
 /** A string input is one user message. */
 export const inputItems = (input: unknown): Item[] =>
   typeof input === 'string' ? [{ role: 'user', content: input }] : ((input ?? []) as Item[]);
-
-/** The call ids of the tool outputs in a request (`function_call_output` / SDK `function_call_result`). */
-const answeredCalls = (items: readonly Item[]) =>
-  items.flatMap((i) =>
-    i.type === 'function_call_output' || i.type === 'function_call_result'
-      ? [String(i.call_id ?? i.callId)]
-      : [],
-  );
 
 export async function anchorOf(
   items: readonly Item[],
   chain: { previous?: unknown; conversation?: unknown },
   links: TurnLinks<Anchor>,
 ): Promise<Anchor> {
-  const transcript = itemsTranscript(items);
+  const transcript = readTranscript(items, { from: itemSource, content: (i) => i.content });
   if (transcript?.some((entry) => entry.role === 'user')) {
     // A referenced item may be a user message (a turn to count) or an answer (after which the
     // same words are a new turn): not knowing which, the turn is not derived.
-    if (items.some(isReference)) {
+    if (items.some((item) => itemSource(item) === undefined)) {
       return {
         refuse:
           "the request's input holds item references (items OpenAI stored, which the request does not carry: a user message or an answer), so its turns cannot be counted and this turn cannot be told apart from another with the same words. Nothing ran. Pass turnId (your id of the user message), or send the items themselves.",
@@ -161,7 +84,12 @@ export async function anchorOf(
     }
     return { said: deriveTurnId('idempotent-tools/openai', transcript) as string };
   }
-  const ids = answeredCalls(items);
+  // The call ids of the tool outputs (`function_call_output` / the SDK's `function_call_result`).
+  const ids = items.flatMap((i) =>
+    i.type === 'function_call_output' || i.type === 'function_call_result'
+      ? [String(i.call_id ?? i.callId)]
+      : [],
+  );
   const linked = await links.find(ids);
   if (linked !== undefined) return linked;
   return {

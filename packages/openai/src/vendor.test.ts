@@ -1,3 +1,4 @@
+import { createMemoryStore, InvalidInputError } from '@idempotent-tools/core';
 import {
   type RecordedRequest,
   type ScriptedServer,
@@ -7,11 +8,9 @@ import OpenAI from 'openai';
 import { afterEach, describe, expect, test } from 'vitest';
 import {
   createIdempotency,
-  createMemoryStore,
   createToolDispatcher,
   currentExecutionContext,
   type ExecutionContext,
-  InvalidInputError,
   idempotencyHeaders,
   idempotentFetch,
   vendorKey,

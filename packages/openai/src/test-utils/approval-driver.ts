@@ -10,11 +10,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createMemoryStore } from '@idempotent-tools/core';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import type { ApprovalDriver, ChargeArgs, PendingApproval } from '@idempotent-tools/testing';
 import { startScriptedServer } from '@idempotent-tools/testing/openai';
 import { run } from '@openai/agents';
-import { createIdempotency, createMemoryStore } from '../index.js';
+import { createIdempotency } from '../index.js';
 import { chargeAgent, chargeModel } from './app.js';
 
 const child = fileURLToPath(new URL('./approval-child.ts', import.meta.url));

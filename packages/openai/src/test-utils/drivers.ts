@@ -3,6 +3,8 @@
  * runs conversations through one surface of the adapter, with the real `openai` client (or the
  * Agents SDK's OpenAI models on it) against the scripted server, JSON or streamed.
  */
+
+import { createMemoryStore } from '@idempotent-tools/core';
 import type {
   SayOptions,
   TurnIdentityConversation,
@@ -29,7 +31,6 @@ import { wrapAgentTools } from '../agents.js';
 import {
   ConfigurationError,
   createIdempotency,
-  createMemoryStore,
   createToolDispatcher,
   type Idempotency,
 } from '../index.js';
