@@ -5,7 +5,12 @@
  * emitted it (core's `recordAsked`), in the store: a run resumed from `RunState.fromString` in
  * another process finds its turn, and an approval authorises only the call the model asked for.
  */
-import { ConfigurationError, createApprovals, type Idempotency } from '@idempotent-tools/core';
+import {
+  ConfigurationError,
+  createApprovals,
+  type Idempotency,
+  type ToolPolicy,
+} from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
 import type { Agent, FunctionTool, Model, ModelRequest, RunContext, Tool } from '@openai/agents';
 import { type Anchor, anchorOf, inputItems } from './turns.js';
@@ -14,7 +19,7 @@ type AnyRunContext = RunContext<unknown>;
 type Details = Parameters<FunctionTool['invoke']>[2];
 // biome-ignore lint/suspicious/noExplicitAny: any context, parameters and result
 type AnyFunctionTool = FunctionTool<any, any, any>;
-type Policy = import('@idempotent-tools/core').ToolPolicy<never, unknown> & kit.RepeatablePolicy;
+type Policy = ToolPolicy<never, unknown> & kit.RepeatablePolicy;
 
 /** The text `tool()` of @openai/agents returns when a tool throws (its default `errorFunction`). */
 export const AGENTS_DEFAULT_ERROR_OUTPUT =
@@ -43,14 +48,13 @@ export interface AgentToolOptions {
 }
 
 type AgentCall = { runContext: AnyRunContext; details: Details; toolName: string; anchor: Anchor };
+/** What the tools of one wrapper share; `observed`: the agent's model is seen. */
+type Wrapper = ReturnType<typeof wrapperOf>;
 
 const fromContext = (call: AgentCall, field: 'turnId' | 'conversationId') => {
   const value = (call.runContext?.context as Record<string, unknown> | undefined)?.[field];
   return typeof value === 'string' && value !== '' ? value : undefined;
 };
-
-/** What the tools of one wrapper share; `observed`: the agent's model is seen. */
-type Wrapper = ReturnType<typeof wrapperOf>;
 
 function wrapperOf(
   caller: string,
@@ -100,43 +104,8 @@ async function mayWait(tool: AnyFunctionTool | undefined): Promise<boolean> {
   return policy !== undefined && (policy.length > 0 || (await policy()) === true);
 }
 
-/** A call as the model sent it (arguments as JSON text); its record is keyed by the call id. */
-const asked = (toolName: string, json: string) => {
-  let args: unknown;
-  try {
-    args = JSON.parse(json === '' ? '{}' : json);
-  } catch {
-    args = { unparsed: json };
-  }
-  return { toolName, turnId: 'emitted', args };
-};
-
-/**
- * A call the run approved (`state.approve`, resumed from a `RunState` in any process): it must be
- * the call the observed model emitted (`checkAsked`: a saved state can be edited), and its
- * approval is bound on the store (`approveCall`). Undefined when it may run, else why not.
- */
-async function approvedCall(
-  w: Wrapper,
-  call: kit.PreparedCall<AgentCall>,
-  id: string,
-  given: string,
-) {
-  if (!w.observed) {
-    throw new ConfigurationError({
-      option: 'model',
-      message: `${w.caller}: ${call.toolName} (${id}) was approved, but this wrapper does not see the agent's model, so it cannot know that the model asked for this call with these arguments (a saved RunState can be edited). Nothing ran. Wrap the agent with wrapAgentTools and give it a Model instance (new OpenAIResponsesModel(client, 'gpt-4.1')).`,
-    });
-  }
-  try {
-    await w.approvals.checkAsked(asked(call.toolName, given), id);
-    const by = `agents-sdk:${id}`;
-    await w.approvals.approveCall(call.call, { policy: call.policy, ref: id, by });
-    return undefined;
-  } catch (error) {
-    return kit.errorOutcome(error);
-  }
-}
+/** A call as the model emitted it (its arguments' JSON text), keyed by its call id (no turn). */
+const asked = (toolName: string, args: string) => ({ toolName, turnId: 'emitted', args });
 
 /** A structured tool output (`{ type: 'text' | 'image' | 'file' }`): the SDK sends it as parts. */
 const isPart = (v: unknown) =>
@@ -155,7 +124,7 @@ const copyOf = <T extends object>(tool: T, replaced: object): T =>
   );
 
 function wrapOne<T extends AnyFunctionTool>(tool: T, w: Wrapper): T {
-  const { adapter } = w;
+  const { adapter, approvals } = w;
   const { name: toolName, invoke: original } = tool;
   const shown = kit.presentTool(adapter, toolName, w.caller);
   // Parts keep their shape (the mark in the last text part); a lone part is sent as parts.
@@ -165,6 +134,24 @@ function wrapOne<T extends AnyFunctionTool>(tool: T, w: Wrapper): T {
       replayed,
       adapter.markFresh,
     );
+  /**
+   * A call the run approved (`state.approve`, resumed from a `RunState` in any process) must be
+   * the call the observed model emitted (`checkAsked`: a saved state can be edited); its approval
+   * is bound on the store (`approveCall`). Undefined when it may run, else why not.
+   */
+  const approvedCall = async (call: kit.PreparedCall<AgentCall>, id: string, given: string) => {
+    if (!w.observed) {
+      throw new ConfigurationError({
+        option: 'model',
+        message: `${w.caller}: ${toolName} (${id}) was approved, but this wrapper does not see the agent's model, so it cannot know that the model asked for this call with these arguments (a saved RunState can be edited). Nothing ran. Wrap the agent with wrapAgentTools and give it a Model instance (new OpenAIResponsesModel(client, 'gpt-4.1')).`,
+      });
+    }
+    const by = `agents-sdk:${id}`;
+    return approvals
+      .checkAsked(asked(toolName, given), id)
+      .then(() => approvals.approveCall(call.call, { policy: call.policy, ref: id, by }))
+      .then(() => undefined, kit.errorOutcome);
+  };
   const invoke: FunctionTool['invoke'] = async (runContext, given, details) => {
     const callId = details?.toolCall?.callId;
     const anchor = (callId && (await w.links.find([callId], w.observed))) || UNKNOWN_TURN;
@@ -176,14 +163,14 @@ function wrapOne<T extends AnyFunctionTool>(tool: T, w: Wrapper): T {
       callId !== undefined &&
       runContext?.isToolApproved?.({ toolName, callId }) === true &&
       (await mayWait(tool));
-    const refused = approved ? await approvedCall(w, call, callId, given) : undefined;
+    const refused = approved ? await approvedCall(call, callId, given) : undefined;
     if (refused !== undefined) return kit.returnOrThrow(refused);
     // The tool's own invoke parses the input without the repeat argument.
     const input = shown.repeats === undefined ? given : JSON.stringify(call.args);
     const toolCall = details?.toolCall && { ...details.toolCall, arguments: input };
     const execute = async () => {
       const output = await original(
-        runContext as never,
+        runContext,
         input,
         toolCall ? { ...details, toolCall } : details,
       );
@@ -227,13 +214,11 @@ export function wrapFunctionTool<T extends AnyFunctionTool>(
         'wrapFunctionTool takes a function tool with a name and an invoke function, e.g. tool({ name, parameters, execute }).',
     });
   }
-  kit.refuseWrapped(tool.name, tool, 'wrapFunctionTool');
+  const caller = 'wrapFunctionTool';
+  kit.refuseWrapped(tool.name, tool, caller);
   const { policy, ...rest } = options;
-  const policies = policy === undefined ? undefined : { [tool.name]: policy };
-  return wrapOne(
-    tool,
-    wrapperOf('wrapFunctionTool', idempotency, [tool.name], false, { ...rest, policies }),
-  );
+  const policies = policy && { [tool.name]: policy };
+  return wrapOne(tool, wrapperOf(caller, idempotency, [tool.name], false, { ...rest, policies }));
 }
 
 /**
@@ -318,10 +303,10 @@ export function wrapAgentTools<A extends Agent<any, any>>(
   const observable = typeof (model as Model | undefined)?.getResponse === 'function';
   const names = functions.map((t) => t.name);
   const w = wrapperOf(caller, idempotency, names, observable, { ...options });
-  const wrapped = new Map<string, AnyFunctionTool>();
   for (const tool of functions) {
     if (w.adapter.treatment(tool.name) === 'wrap') kit.refuseWrapped(tool.name, tool, caller);
   }
+  const wrapped = new Map<string, AnyFunctionTool>();
   const tools = all.map((tool) => {
     if (tool.type !== 'function' || w.adapter.treatment(tool.name) === 'exclude') return tool;
     const shown = kit.presentTool(w.adapter, tool.name, caller);
