@@ -4,7 +4,6 @@
  * identical calls in one turn are one (replayed); `repeat: 2` is a second effect; a retry of it
  * is replayed; the tool never sees `repeat`. Zod (strict) and JSON-schema (non-strict) tools.
  */
-
 import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,

@@ -204,8 +204,10 @@ function wrapOne<T extends AnyFunctionTool>(tool: T, w: Wrapper): T {
 export function wrapFunctionTool<T extends AnyFunctionTool>(
   idempotency: Idempotency,
   tool: T,
-  /** `policy`: ttl, lease, businessKey, reconcile, onStale, ..., repeatable @default {} */
-  options: AgentToolOptions & { policy?: Policy } = {},
+  options: AgentToolOptions & {
+    /** ttl, lease, businessKey, reconcile, onStale, ..., repeatable @default {} */
+    policy?: Policy;
+  } = {},
 ): T {
   if (tool?.type !== 'function' || typeof tool.invoke !== 'function' || !tool.name) {
     throw new ConfigurationError({

@@ -3,7 +3,6 @@
  * SDK's OpenAI models on it) against the scripted server. Each of these failed before the fix.
  * The approval resumed in another process is in approval.test.ts.
  */
-
 import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,

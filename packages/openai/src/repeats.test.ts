@@ -2,7 +2,6 @@
  * Deliberate repeats through the real openai client and a scripted model over HTTP: two identical
  * calls in one turn are one (replayed); `repeat: 2` is a second effect; a retry of it is replayed.
  */
-
 import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,

@@ -5,7 +5,6 @@
  * words after it are a new turn; an item reference hides what it names, so a turn is not derived
  * over one.
  */
-
 import { createMemoryStore } from '@idempotent-tools/core';
 import { createTurnLinks } from '@idempotent-tools/core/adapter-kit';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';

@@ -3,7 +3,6 @@
  * runs conversations through one surface of the adapter, with the real `openai` client (or the
  * Agents SDK's OpenAI models on it) against the scripted server, JSON or streamed.
  */
-
 import { createMemoryStore } from '@idempotent-tools/core';
 import type {
   SayOptions,
