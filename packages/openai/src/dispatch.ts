@@ -2,7 +2,7 @@
  * Dispatch helpers for the OpenAI APIs: run the function calls of a Chat Completions message or
  * of a Responses output idempotently and return the ready-to-send tool messages / outputs.
  */
-import type { Idempotency, ToolPolicy } from '@idempotent-tools/core';
+import type { Idempotency } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
 import type * as Chat from 'openai/resources/chat/completions';
 import type * as Responses from 'openai/resources/responses/responses';
@@ -15,19 +15,10 @@ export type TurnOptions = kit.RequestIdentity;
  * The kit's options; `toolErrorOutput`: the tool's own errors are rethrown (as `runTools` does).
  * A policy may say `repeatable` (deliberate repeats: `describe` adds the `repeat` argument).
  */
-export type ToolDispatcherOptions = kit.AdapterOptions<
-  kit.DispatchCall,
-  ToolPolicy<never, unknown> & kit.RepeatablePolicy
-> &
-  kit.ToolErrorOutputOption;
+export type ToolDispatcherOptions = kit.DispatcherOptions & kit.ToolErrorOutputOption;
 
 /** A tool definition's function: a Responses tool, or a Chat Completions tool's `function`. */
-type Definition = {
-  name?: string;
-  description?: string | null;
-  parameters?: unknown;
-  strict?: boolean | null;
-};
+type Definition = { name?: string; description?: string | null; strict?: boolean | null };
 type Turn = { transcript?: kit.TranscriptEntry[] | undefined; anchor?: Anchor | undefined };
 const turnOf = Symbol('turn');
 type Call = kit.DispatchCall & { [turnOf]: Turn };
@@ -46,11 +37,12 @@ export function createToolDispatcher(
   handlers: Record<string, kit.ToolHandler<any, unknown>>,
   options: ToolDispatcherOptions = {},
 ) {
+  const caller = 'createToolDispatcher';
   const dispatcher = kit.createDispatcher<Call>(
     handlers,
     { ...options, idempotency },
     {
-      caller: 'createToolDispatcher',
+      caller,
       options: ['toolErrorOutput'],
       howTo:
         'conversationId (your chat id: runChat(message, { messages, conversationId }), or the option as a function of the call) or turnId (your id of the user message)',
@@ -84,11 +76,12 @@ export function createToolDispatcher(
   }
 
   /** A copy of a definition with the retry note, and the `repeat` argument of a repeatable tool. */
-  const present = <F extends Definition>(fn: F): F => {
-    const parameters = dispatcher.parameters(fn.name, fn.parameters, fn.strict === true);
-    const described = dispatcher.describe(fn);
-    return parameters === fn.parameters ? described : { ...described, parameters };
-  };
+  const present = <F extends Definition>(fn: F): F =>
+    kit.presentDefinition(dispatcher, fn, {
+      caller,
+      field: 'parameters',
+      strict: fn.strict === true,
+    });
 
   return {
     /** The tool messages answering the `tool_calls` of a Chat Completions assistant message, in order. */
