@@ -1,16 +1,11 @@
 /**
- * `@openai/agents`: wrap a `FunctionTool` (its `invoke`) or all of an agent's tools. The agent's
- * model (a `Model` instance) is observed so that each function call is linked to the turn of
- * the request that produced it and, when it may wait for an approval, recorded as the model
- * emitted it (core's `recordAsked`), in the store: a run resumed from `RunState.fromString` in
- * another process finds its turn, and an approval authorises only the call the model asked for.
+ * `@openai/agents`: wrap a `FunctionTool` or all of an agent's tools. The agent's model (a `Model`
+ * instance) is observed: each function call is linked to the turn of its request and, when it may
+ * wait for an approval, recorded as emitted (`recordAsked`), so that a run resumed in another
+ * process finds its turn and an approval authorises only the call the model asked for.
  */
-import {
-  ConfigurationError,
-  createApprovals,
-  type Idempotency,
-  type ToolPolicy,
-} from '@idempotent-tools/core';
+import type { Idempotency, ToolPolicy } from '@idempotent-tools/core';
+import { ConfigurationError, createApprovals } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
 import type { Agent, FunctionTool, Model, ModelRequest, RunContext, Tool } from '@openai/agents';
 import { type Anchor, anchorOf, inputItems } from './turns.js';
@@ -61,14 +56,9 @@ function wrapperOf(
   idempotency: Idempotency,
   toolNames: string[],
   observed: boolean,
-  {
-    turnId,
-    conversationId,
-    scope,
-    isErrorOutput,
-    ...rest
-  }: AgentToolOptions & Record<string, unknown>,
+  options: AgentToolOptions & Record<string, unknown>,
 ) {
+  const { turnId, conversationId, scope, isErrorOutput, ...rest } = options;
   const adapter = kit.createAdapter<AgentCall>(
     {
       ...rest,
@@ -134,11 +124,7 @@ function wrapOne<T extends AnyFunctionTool>(tool: T, w: Wrapper): T {
       replayed,
       adapter.markFresh,
     );
-  /**
-   * A call the run approved (`state.approve`, resumed from a `RunState` in any process) must be
-   * the call the observed model emitted (`checkAsked`: a saved state can be edited); its approval
-   * is bound on the store (`approveCall`). Undefined when it may run, else why not.
-   */
+  /** An approved call must be one the model emitted (a saved state can be edited); bound on the store. */
   const approvedCall = async (call: kit.PreparedCall<AgentCall>, id: string, given: string) => {
     if (!w.observed) {
       throw new ConfigurationError({
@@ -236,11 +222,8 @@ function observed(model: Model, w: Wrapper, tools: Map<string, AnyFunctionTool>)
     const waits = await Promise.all(calls.map((c) => mayWait(tools.get(c.name))));
     const ask = (c: Emitted) => w.approvals.recordAsked(asked(c.name, c.arguments), c.callId);
     await Promise.all(calls.filter((_, i) => waits[i]).map(ask));
-    await w.links.remember(
-      calls.map((c) => c.callId),
-      turn,
-      waits.includes(true),
-    );
+    const ids = calls.map((c) => c.callId);
+    await w.links.remember(ids, turn, waits.includes(true));
   };
   const anchor = (request: ModelRequest) =>
     anchorOf(
@@ -305,19 +288,16 @@ export function wrapAgentTools<A extends Agent<any, any>>(
   const observable = typeof (model as Model | undefined)?.getResponse === 'function';
   const names = functions.map((t) => t.name);
   const w = wrapperOf(caller, idempotency, names, observable, { ...options });
-  for (const tool of functions) {
-    if (w.adapter.treatment(tool.name) === 'wrap') kit.refuseWrapped(tool.name, tool, caller);
-  }
-  const wrapped = new Map<string, AnyFunctionTool>();
+  const toWrap = functions.filter((t) => w.adapter.treatment(t.name) === 'wrap');
+  for (const tool of toWrap) kit.refuseWrapped(tool.name, tool, caller);
   const tools = all.map((tool) => {
-    if (tool.type !== 'function' || w.adapter.treatment(tool.name) === 'exclude') return tool;
+    if (tool.type !== 'function') return tool;
     const shown = kit.presentTool(w.adapter, tool.name, caller);
-    if (shown.treatment === 'unsafe') {
-      return copyOf(tool, { description: shown.describe(tool.description) });
-    }
-    wrapped.set(tool.name, tool);
-    return wrapOne(tool, w);
+    if (shown.treatment === 'wrap') return wrapOne(tool, w);
+    const description = shown.describe(tool.description); // unsafe: the note; excluded: as it is
+    return shown.treatment === 'unsafe' ? copyOf(tool, { description }) : tool;
   });
+  const wrapped = new Map(toWrap.map((t) => [t.name, t]));
   return agent.clone({
     tools: tools as never,
     ...(observable ? { model: observed(model as Model, w, wrapped) } : {}),

@@ -1,7 +1,6 @@
 /**
- * Which user turn an OpenAI request belongs to, from what the request carries: the whole
- * conversation, or (Responses, Agents SDK) only the new items after a `previous_response_id` /
- * `conversation`, or only tool outputs (a later step of a turn).
+ * Which user turn an OpenAI request belongs to: from the whole conversation, the new items after
+ * a `previous_response_id` / `conversation`, or the calls its tool outputs answer (a later step).
  */
 import type { MessageSource, TurnLinks } from '@idempotent-tools/core/adapter-kit';
 import { deriveTurnId, readTranscript } from '@idempotent-tools/core/adapter-kit';
@@ -9,9 +8,8 @@ import { deriveTurnId, readTranscript } from '@idempotent-tools/core/adapter-kit
 type Item = Record<string, unknown>;
 
 /**
- * The turn of a request: `turn` (a turn id, from the response the turn chains from or a link),
- * `said` (what the conversation's user said, as the position and content of the turn: needs the
- * conversation identity), or `refuse` (why the turn cannot be known: the turn source's refusal).
+ * The turn of a request: `turn` (an id: from the response it chains from, or a link), `said` (the
+ * user's words and their place, with the conversation identity), or `refuse` (why it is unknown).
  */
 export type Anchor = { turn: string } | { said: string } | { refuse: string };
 
@@ -33,13 +31,10 @@ export const chatTranscript = (messages: readonly Item[]) =>
 const PROMPT_ITEMS = new Set(['additional_tools', 'configuration_update', 'compaction_trigger']);
 
 /**
- * Who a Responses / Agents SDK input item is from. A message (`{ role, content }`, or `type:
- * 'message'`) goes by its role; an item with neither a type nor a role, or an `item_reference`,
- * is not read (it names an item the request does not hold: `anchorOf` refuses a turn it would
- * have to count). A call's output or result (`*_output`, `*_result`) and the app's answer to an
- * MCP approval request are a tool's; configuration the app adds is a prompt; any other item
- * (a call, reasoning, a compaction, an item type not known here) is the model's: the same words
- * after it are a new turn, never a replay. turns.test.ts places every item type of `openai`.
+ * Who a Responses / Agents SDK input item is from: a message by its role; an item reference
+ * (`item_reference`, or neither type nor role) is not read; a call's output (`*_output`,
+ * `*_result`, `mcp_approval_response`) is a tool's; any other item (a call, reasoning, a type not
+ * known here) the model's, so the same words after it are a new turn. See item-types.test.ts.
  */
 export function itemSource({ type, role }: Item): MessageSource | undefined {
   if (type === undefined || type === null || type === 'message') {
@@ -56,6 +51,9 @@ export function itemSource({ type, role }: Item): MessageSource | undefined {
 export const inputItems = (input: unknown): Item[] =>
   typeof input === 'string' ? [{ role: 'user', content: input }] : ((input ?? []) as Item[]);
 
+const refuse = (reason: string): Anchor => ({ refuse: reason });
+
+/** The turn of a Responses / Agents SDK request: its input items and what it chains from. */
 export async function anchorOf(
   items: readonly Item[],
   chain: { previous?: unknown; conversation?: unknown },
@@ -66,10 +64,9 @@ export async function anchorOf(
     // A referenced item may be a user message (a turn to count) or an answer (after which the
     // same words are a new turn): not knowing which, the turn is not derived.
     if (items.some((item) => itemSource(item) === undefined)) {
-      return {
-        refuse:
-          "the request's input holds item references (items OpenAI stored, which the request does not carry: a user message or an answer), so its turns cannot be counted and this turn cannot be told apart from another with the same words. Nothing ran. Pass turnId (your id of the user message), or send the items themselves.",
-      };
+      return refuse(
+        "the request's input holds item references (items OpenAI stored, which the request does not carry: a user message or an answer), so its turns cannot be counted and this turn cannot be told apart from another with the same words. Nothing ran. Pass turnId (your id of the user message), or send the items themselves.",
+      );
     }
     // A response id is followed by one user turn (a second request from it is a retry or a
     // regenerate): with the user's words it names the turn, in every conversation.
@@ -77,25 +74,20 @@ export async function anchorOf(
       return { turn: deriveTurnId(`response:${chain.previous}`, transcript) as string };
     }
     if (chain.conversation != null) {
-      return {
-        refuse:
-          'the request adds a message to a Conversations API conversation, whose earlier turns it does not carry, so this turn cannot be told apart from an earlier one with the same words. Nothing ran. Pass turnId (your id of the user message) with the request that carries the user message; its later steps find it.',
-      };
+      return refuse(
+        'the request adds a message to a Conversations API conversation, whose earlier turns it does not carry, so this turn cannot be told apart from an earlier one with the same words. Nothing ran. Pass turnId (your id of the user message) with the request that carries the user message; its later steps find it.',
+      );
     }
     return { said: deriveTurnId('idempotent-tools/openai', transcript) as string };
   }
-  // The call ids of the tool outputs (`function_call_output` / the SDK's `function_call_result`).
-  const ids = items.flatMap((i) =>
-    i.type === 'function_call_output' || i.type === 'function_call_result'
-      ? [String(i.call_id ?? i.callId)]
-      : [],
-  );
+  // The calls the tool outputs answer (`function_call_output`, the SDK's `function_call_result`).
+  const outputs = items.filter((i) => /^function_call_(output|result)$/.test(String(i.type)));
+  const ids = outputs.map((i) => String(i.call_id ?? i.callId));
   const linked = await links.find(ids);
   if (linked !== undefined) return linked;
-  return {
-    refuse:
-      ids.length > 0
-        ? 'the request holds only tool outputs (a later step of a turn) and the step that started the turn was not run through this store, so the turn is unknown. Nothing ran. Run every step of the turn through the same store (its first step links the turn to its calls), or pass turnId.'
-        : 'the request has no user message, so the turn is unknown. Nothing ran. Pass turnId.',
-  };
+  return refuse(
+    ids.length > 0
+      ? 'the request holds only tool outputs (a later step of a turn) and the step that started the turn was not run through this store, so the turn is unknown. Nothing ran. Run every step of the turn through the same store (its first step links the turn to its calls), or pass turnId.'
+      : 'the request has no user message, so the turn is unknown. Nothing ran. Pass turnId.',
+  );
 }
