@@ -1,12 +1,12 @@
 /**
- * The errors of approvals (see approvals.ts), each with its own code (`approval_pending`: retry
- * once approved; `approval_rejected`: a stored decision, do not retry; `approval_conflict`: the
- * other decision was taken first), the next step `errorForModel` gives the model, and its own
- * cross-install `isInstance`.
+ * The errors of approvals (see approvals/approvals.ts), each with its own code
+ * (`approval_pending`: retry once approved; `approval_rejected`: a stored decision, do not retry;
+ * `approval_conflict`: the other decision was taken first), the next step `errorForModel` gives
+ * the model, and its own cross-install `isInstance`.
  */
 import { hasMarker, IdempotencyError } from './idempotency-error.js';
 
-/** An approval as the store keeps it (see `Approval` in approvals.ts). */
+/** An approval as the store keeps it (see `Approval` in approvals/approvals.ts). */
 interface ApprovalFields {
   key: string;
   toolName: string;

@@ -17,7 +17,8 @@ export interface SentEffects {
   ledger: number;
   /**
    * Requests that left the process while the tool ran (`fetch`, `node:http`, any SDK on them),
-   * with a method that is not safe (not GET, HEAD, OPTIONS or TRACE): see `vendor/sent-requests.ts`.
+   * with a method that is not safe (not GET, HEAD, OPTIONS or TRACE): see
+   * `vendor/sent-requests.ts`.
    */
   requests: number;
 }
