@@ -42,10 +42,10 @@ export const MUTATIONS: readonly Mutation[] = [
   {
     name: 'no-ownership-check',
     bug: '(b) no ownership check before the request (idempotentFetch sends for an attempt that lost its call)',
-    where: 'core vendor.ts assertOwned',
+    where: 'core executor/context.ts assertOwned',
     patches: [
       {
-        file: 'vendor.js',
+        file: 'executor/context.js',
         find: "    context.signal.throwIfAborted();\n    if (context.stillOwned?.() === false) {\n        throw new PersistFailedError({ key: context.key, reason: 'lease_lost', lost: 'no-renewal' });\n    }",
         replace: '    // mutation: no ownership check',
       },

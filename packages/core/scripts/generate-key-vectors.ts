@@ -4,7 +4,7 @@
  * that reads the file is what stops a key from changing by accident.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { deriveKey, type KeyInput } from '../src/derive-key.js';
+import { deriveKey, type KeyInput } from '../src/keys/derive-key.js';
 
 const inputs: Array<{ name: string; input: KeyInput }> = [
   {

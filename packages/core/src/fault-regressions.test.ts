@@ -9,8 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { InvalidInputError, OutcomeUnknownError, StoreUnavailableError } from './errors/index.js';
 import { createIdempotency } from './executor.js';
-import { createMemoryStore, type MemoryStore } from './memory-store.js';
-import type { IdempotencyStore } from './store.js';
+import { createMemoryStore, type MemoryStore } from './store/memory-store.js';
+import type { IdempotencyStore } from './store/store.js';
 import { virtual } from './test-utils/virtual-time.js';
 
 const HOUR = 3_600_000;

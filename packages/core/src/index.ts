@@ -1,7 +1,11 @@
-export * from './approvals.js';
-export * from './audit.js';
-export * from './batched-sink.js';
-export * from './canonicalize.js';
+export * from './approvals/approvals.js';
+export * from './errors/index.js';
+export { closestName } from './errors/option-names.js';
+export { currentExecutionContext, withExecutionContext } from './executor/context.js';
+export type { EncryptionOptions } from './executor/encryption.js';
+export * from './executor/executor-options.js';
+export * from './executor.js';
+export * from './keys/canonicalize.js';
 export {
   DEFAULT_MAX_ARGS_BYTES,
   type DerivedKey,
@@ -12,29 +16,24 @@ export {
   type KeyInput,
   MIN_HMAC_KEY_BYTES,
   validateKeyParts,
-} from './derive-key.js';
-export type { EncryptionOptions } from './encryption.js';
-export * from './errors/index.js';
-export * from './events.js';
-export * from './executor.js';
-export * from './executor-options.js';
-export * from './inspection.js';
-export type { VendorCallArgs, VendorCallFunction, VendorCallPolicy } from './ledger.js';
-export * from './local-cache.js';
-export * from './logger-sink.js';
-export * from './memory-store.js';
+} from './keys/derive-key.js';
 export * from './model-output.js';
-export { closestName } from './option-names.js';
-export * from './replay-rate-monitor.js';
-export * from './sinks.js';
-export type * from './store.js';
-export * from './store-deadline.js';
-export * from './store-text.js';
+export * from './observe/audit.js';
+export * from './observe/batched-sink.js';
+export * from './observe/events.js';
+export * from './observe/logger-sink.js';
+export * from './observe/replay-rate-monitor.js';
+export * from './observe/sinks.js';
+export * from './store/inspection.js';
+export * from './store/local-cache.js';
+export * from './store/memory-store.js';
+export type * from './store/store.js';
+export * from './store/store-deadline.js';
+export * from './store/store-text.js';
+export type { VendorCallArgs, VendorCallFunction, VendorCallPolicy } from './vendor/ledger.js';
 export {
-  currentExecutionContext,
   type IdempotentFetchOptions,
   idempotencyHeaders,
   idempotentFetch,
   vendorKey,
-  withExecutionContext,
-} from './vendor.js';
+} from './vendor/vendor.js';

@@ -6,14 +6,18 @@
  */
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { createDispatcher, type DispatchCall } from './adapter-kit/dispatch-calls.js';
-import { ApprovalConflictError, ApprovalPendingError, createApprovals } from './approvals.js';
-import { sha256 } from './canonicalize.js';
-import { StoreUnavailableError } from './errors/index.js';
+import { createApprovals } from './approvals/approvals.js';
+import {
+  ApprovalConflictError,
+  ApprovalPendingError,
+  StoreUnavailableError,
+} from './errors/index.js';
 import { holdLease } from './executor/lease.js';
 import { createIdempotency } from './executor.js';
 import { idempotentHandler } from './http/handler.js';
-import { createMemoryStore, type MemoryStore } from './memory-store.js';
-import type { IdempotencyStore } from './store.js';
+import { sha256 } from './keys/canonicalize.js';
+import { createMemoryStore, type MemoryStore } from './store/memory-store.js';
+import type { IdempotencyStore } from './store/store.js';
 
 const HOUR = 3_600_000;
 

@@ -8,6 +8,11 @@ import {
   GetItemCommand,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import {
+  InvalidInputError,
+  RecordIntegrityError,
+  StoreUnavailableError,
+} from '@idempotent-tools/core';
 import { runStoreConformance, uniqueKey, waitFor } from '@idempotent-tools/testing';
 import { afterAll, describe, expect, test } from 'vitest';
 import {
@@ -16,9 +21,6 @@ import {
   type DynamoDbStore,
   type DynamoDbStoreOptions,
   ensureTable,
-  InvalidInputError,
-  RecordIntegrityError,
-  StoreUnavailableError,
   tableDefinition,
 } from './index.js';
 import { startAllOldProxy } from './test-utils/all-old-proxy.js';

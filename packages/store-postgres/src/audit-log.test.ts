@@ -1,3 +1,4 @@
+import { InvalidInputError, StoreUnavailableError } from '@idempotent-tools/core';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
@@ -6,9 +7,7 @@ import {
   createPostgresAuditLog,
   createPostgresStore,
   type IdempotencyEvent,
-  InvalidInputError,
   type PostgresStore,
-  StoreUnavailableError,
 } from './index.js';
 import { DATABASE_URL, postgresUp, testPool, uniqueName } from './test-utils/pg.js';
 

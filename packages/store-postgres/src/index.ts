@@ -1,4 +1,24 @@
-export * from '@idempotent-tools/core';
+// The names of @idempotent-tools/core a user of this store needs with it (the executor, the
+// types of the store's own signatures); everything else of core comes from core itself.
+export {
+  type AuditLog,
+  type AuditPage,
+  type AuditQuery,
+  type AuditStats,
+  type AuditStatsFilter,
+  type ClaimInput,
+  type ClaimResult,
+  type CompleteInput,
+  createIdempotency,
+  type IdempotencyEvent,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+  type ListFilter,
+  type RecordPage,
+  type StatsFilter,
+  type StoreStats,
+  type TakeoverInput,
+} from '@idempotent-tools/core';
 export {
   auditSchemaSql,
   createPostgresAuditLog,

@@ -2,15 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { InvalidInputError, StoreUnavailableError } from '@idempotent-tools/core';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, test } from 'vitest';
 import {
   createIdempotency,
   createSqliteAuditLog,
   type IdempotencyEvent,
-  InvalidInputError,
   openSqliteStore,
-  StoreUnavailableError,
 } from './index.js';
 import { betterTest } from './test-utils/better-sqlite3.js';
 

@@ -3,16 +3,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { InvalidInputError, StoreUnavailableError } from '@idempotent-tools/core';
 import { runStoreFuzz } from '@idempotent-tools/testing';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, test } from 'vitest';
 import {
   createIdempotency,
   createSqliteStore,
-  InvalidInputError,
   openSqliteStore,
   type SqliteStore,
-  StoreUnavailableError,
 } from './index.js';
 import { betterDescribe } from './test-utils/better-sqlite3.js';
 

@@ -3,18 +3,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import {
+  InvalidInputError,
+  RecordIntegrityError,
+  StoreUnavailableError,
+} from '@idempotent-tools/core';
 import { createTestClock, runStoreConformance } from '@idempotent-tools/testing';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, test } from 'vitest';
 import {
   createIdempotency,
   createSqliteStore,
-  InvalidInputError,
   openSqliteStore,
-  RecordIntegrityError,
   type SqliteDatabaseLike,
   type SqliteStore,
-  StoreUnavailableError,
 } from './index.js';
 import { betterDescribe, betterTest } from './test-utils/better-sqlite3.js';
 

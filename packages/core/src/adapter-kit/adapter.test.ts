@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { ConfigurationError } from '../errors/index.js';
 import { createIdempotency } from '../executor.js';
-import { createMemoryStore } from '../memory-store.js';
+import { createMemoryStore } from '../store/memory-store.js';
 import { createAdapter } from './adapter.js';
 
 type Info = { chat?: string; text?: string };

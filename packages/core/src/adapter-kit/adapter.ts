@@ -5,6 +5,8 @@
  * turn and scope. One implementation, so every adapter behaves the same.
  */
 import { ConfigurationError, InvalidInputError } from '../errors/index.js';
+import { unknownOption } from '../errors/option-names.js';
+import type { ExecutorOptions } from '../executor/executor-options.js';
 import {
   type Call,
   createIdempotency,
@@ -14,8 +16,6 @@ import {
   TOOL_POLICY_FIELDS,
   type ToolPolicy,
 } from '../executor.js';
-import type { ExecutorOptions } from '../executor-options.js';
-import { unknownOption } from '../option-names.js';
 import { type Repeats, repeatsOf } from './repeats.js';
 import {
   checkPerCall,

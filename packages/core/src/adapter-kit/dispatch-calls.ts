@@ -10,9 +10,9 @@
  */
 
 import { ConfigurationError, InvalidInputError } from '../errors/index.js';
+import type { ExecutorOptions } from '../executor/executor-options.js';
 import { refuseWrapped } from '../executor/wrapped.js';
 import type { ExecutionContext, ToolPolicy } from '../executor.js';
-import type { ExecutorOptions } from '../executor-options.js';
 import { withRetryNote } from '../model-output.js';
 import { type Adapter, type AdapterOptions, type AdapterSpec, createAdapter } from './adapter.js';
 import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';

@@ -4,8 +4,8 @@
  * an adapter only maps its framework's shapes onto them. For adapter authors, not for apps.
  */
 
+export { NotAnOutcome } from '../executor/not-an-outcome.js';
 export { isWrapped, markWrapped, refuseWrapped, wrappedTwice } from '../executor/wrapped.js';
-export { NotAnOutcome } from '../not-an-outcome.js';
 export {
   type Adapter,
   type AdapterOptions,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { ConfigurationError, DriftError } from '../errors/index.js';
-import { createMemoryStore } from '../memory-store.js';
+import { createMemoryStore } from '../store/memory-store.js';
 import { createAdapter } from './adapter.js';
 import { prepareCall, runPipeline, runPrepared, settleCall, settleRun } from './pipeline.js';
 

@@ -12,8 +12,9 @@
  * return translate(prepared); // the model's text, or a developer error: nothing ran
  * ```
  */
+
+import { NotAnOutcome } from '../executor/not-an-outcome.js';
 import type { Call, ExecutionContext, ToolPolicy } from '../executor.js';
-import { NotAnOutcome } from '../not-an-outcome.js';
 import { type Adapter, callOf } from './adapter.js';
 import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';
 import { audienceOf, errorText, markOutput } from './calls.js';

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { describe, expect, test } from 'vitest';
-import { createMemoryStore } from '../memory-store.js';
 import { RETRY_SAFE_NOTE, RETRY_UNSAFE_NOTE } from '../model-output.js';
+import { createMemoryStore } from '../store/memory-store.js';
 import { createAdapter } from './adapter.js';
 import { presentTool, type StandardJsonSchema } from './presentation.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { ConfigurationError } from '../errors/index.js';
-import { createMemoryStore } from '../memory-store.js';
 import { RETRY_SAFE_NOTE } from '../model-output.js';
+import { createMemoryStore } from '../store/memory-store.js';
 import { createAdapter } from './adapter.js';
 import { createDispatcher, type DispatchCall } from './dispatch-calls.js';
 import {

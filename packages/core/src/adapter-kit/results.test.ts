@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createMemoryStore } from '../memory-store.js';
+import { createMemoryStore } from '../store/memory-store.js';
 import { createDispatcher } from './dispatch-calls.js';
 import {
   boxedOutputs,

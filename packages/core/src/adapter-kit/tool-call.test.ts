@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../errors/index.js';
-import { createMemoryStore } from '../memory-store.js';
-import { NotAnOutcome } from '../not-an-outcome.js';
+import { NotAnOutcome } from '../executor/not-an-outcome.js';
+import { createMemoryStore } from '../store/memory-store.js';
 import { createAdapter } from './adapter.js';
 import { runCall } from './pipeline.js';
 import { runToolCall } from './tool-call.js';

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { createMemoryStore } from '../memory-store.js';
+import { createMemoryStore } from '../store/memory-store.js';
 import { createToolListAdapter, createToolSetAdapter, oneToolOptions } from './tool-set.js';
 
 const spec = {

@@ -9,8 +9,9 @@
  * from the messages **only together with a conversation identity**. With none, a
  * `ConfigurationError` naming the option to set.
  */
-import { canonicalize, sha256 } from '../canonicalize.js';
+
 import { ConfigurationError } from '../errors/index.js';
+import { canonicalize, sha256 } from '../keys/canonicalize.js';
 import { userContent } from './turn-content.js';
 
 /** A value per call: fixed (wrap per request), or computed from the call (undefined: not known). */

@@ -1,3 +1,8 @@
+export {
+  ApprovalConflictError,
+  ApprovalPendingError,
+  ApprovalRejectedError,
+} from './approvals-errors.js';
 export { ConfigurationError } from './configuration-error.js';
 export { DriftError } from './drift-error.js';
 export { IdempotencyError, type IdempotencyErrorCode } from './idempotency-error.js';

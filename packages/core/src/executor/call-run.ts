@@ -3,10 +3,16 @@
  * outcome codec, the event sink, the waiters) and the state of one call (`CallRun`: its key,
  * policy, timings and its one event).
  */
-import type { OutcomeCodec } from '../encryption.js';
+
 import { IdempotencyError, StoreUnavailableError } from '../errors/index.js';
-import type { CallOutcome, EventHandler, IdempotencyEvent } from '../events.js';
-import type { ClaimInput, ClaimResult, IdempotencyRecord, IdempotencyStore } from '../store.js';
+import type { CallOutcome, EventHandler, IdempotencyEvent } from '../observe/events.js';
+import type {
+  ClaimInput,
+  ClaimResult,
+  IdempotencyRecord,
+  IdempotencyStore,
+} from '../store/store.js';
+import type { OutcomeCodec } from './encryption.js';
 import { describeError, type OpenedOutcome } from './outcome.js';
 import type { ResolvedPolicy } from './policy.js';
 import type { Call, ExecutionContext, ToolFunction } from './types.js';

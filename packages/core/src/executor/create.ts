@@ -1,22 +1,20 @@
 /**
- * `createIdempotency`: the executor (design section 6, docs/design.md), assembled from its
- * parts: options and policies checked (policy.ts), keys derived, each call's state (call-run.ts)
- * driven through the claim loop (machine.ts).
+ * The executor (design section 6, docs/design.md), assembled from its parts: options and
+ * policies checked (policy.ts), keys derived, each call's state (call-run.ts) driven through the
+ * claim loop (machine.ts). `createIdempotency` (../executor.ts) adds the vendor calls (vendor/).
  */
+import { InvalidInputError } from '../errors/index.js';
+import { unknownOption } from '../errors/option-names.js';
 import {
   DEFAULT_MAX_ARGS_BYTES,
   type DerivedKey,
   deriveKeyAndSize,
   keyHasher,
-} from '../derive-key.js';
-import { createOutcomeCodec } from '../encryption.js';
-import { InvalidInputError } from '../errors/index.js';
-import { createVendorCall } from '../ledger.js';
-import { unknownOption } from '../option-names.js';
-import { watchRequests } from '../sent-requests.js';
-import type { IdempotencyRecord } from '../store.js';
-import { isRunningAround, outsideTools, runningContext } from '../vendor.js';
+} from '../keys/derive-key.js';
+import type { IdempotencyRecord } from '../store/store.js';
 import { CallRun, type Engine } from './call-run.js';
+import { isRunningAround, outsideTools, runningContext } from './context.js';
+import { createOutcomeCodec } from './encryption.js';
 import { runClaimLoop } from './machine.js';
 import type { OpenedOutcome } from './outcome.js';
 import { checkBytes, createPolicies, NO_POLICY } from './policy.js';
@@ -64,18 +62,10 @@ const describeKey = (value: unknown): string =>
   value === undefined || value === null ? String(value) : JSON.stringify(value);
 
 /**
- * The executor (design section 6, docs/design.md): one state machine for every tool and vendor
- * call.
- *
- * ```ts
- * const idempotency = createIdempotency({ store: createMemoryStore() });
- * const { value, replayed } = await idempotency.run(
- *   { toolName: 'charge', turnId, args },
- *   (args, ctx) => payments.charge(args, { idempotencyKey: ctx.key }),
- * );
- * ```
+ * @internal The executor without its vendor calls: `createIdempotency` (../executor.ts) binds
+ * `vendorCall` (vendor/ledger.ts) to its `run`.
  */
-export function createIdempotency(options: IdempotencyOptions): Idempotency {
+export function createExecutor(options: IdempotencyOptions): Omit<Idempotency, 'vendorCall'> {
   if (options === null || typeof options !== 'object' || options.store == null) {
     throw new InvalidInputError({
       field: 'store',
@@ -111,7 +101,6 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
   }
   checkBytes('maxArgsBytes', maxArgsBytes);
   checkBytes('maxResultBytes', maxResultBytes);
-  watchRequests();
   const hash = keyHasher(argsHmacKey);
   const policyFor = createPolicies(defaults);
   const engine: Engine = {
@@ -222,7 +211,6 @@ export function createIdempotency(options: IdempotencyOptions): Idempotency {
         return run({ toolName, turnId: call.turnId, scope: call.scope, args }, fn, policy);
       });
     },
-    vendorCall: createVendorCall(run),
     settle: (key, settlement, operator) =>
       settle(engine, policyFor(NO_POLICY as ToolPolicy).ttl, key, settlement, operator),
   };

@@ -4,8 +4,8 @@
  * `unguarded`.
  */
 import { IdempotencyError } from '../errors/index.js';
-import { runInContext } from '../vendor.js';
 import type { CallRun } from './call-run.js';
+import { runInContext } from './context.js';
 import type { ExecutionContext, IdempotentResult } from './types.js';
 
 export async function runUnguarded<Args, Result>(

@@ -8,7 +8,7 @@
  * clock does, however late a reply arrives, whether or not its timers could fire.
  */
 import { PersistFailedError } from '../errors/index.js';
-import type { IdempotencyStore } from '../store.js';
+import type { IdempotencyStore } from '../store/store.js';
 
 /** The monotonic clock of leases: ms, never stepped back (`performance.now`). */
 export type MonotonicClock = () => number;

@@ -12,7 +12,7 @@ import {
   RecordIntegrityError,
   StoreUnavailableError,
 } from '../errors/index.js';
-import type { ClaimInput, ClaimResult } from '../store.js';
+import type { ClaimInput, ClaimResult } from '../store/store.js';
 import type { CallRun } from './call-run.js';
 import { runUnguarded } from './fail-open.js';
 import { replay } from './replay.js';

@@ -2,9 +2,10 @@
  * Outcomes as the store keeps them: `{"v": value}` or `{"e": {name, message, code}}` JSON, sealed
  * by the outcome codec (encrypted and bound to the key, or plain), opened and checked on replay.
  */
-import type { OutcomeCodec } from '../encryption.js';
+
 import { RecordIntegrityError } from '../errors/index.js';
-import type { IdempotencyRecord } from '../store.js';
+import type { IdempotencyRecord } from '../store/store.js';
+import type { OutcomeCodec } from './encryption.js';
 
 /** What a stored outcome's JSON holds: a value or a terminal error. */
 export interface StoredOutcome {

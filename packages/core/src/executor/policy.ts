@@ -3,7 +3,7 @@
  * and resolved against the defaults once per policy object.
  */
 import { InvalidInputError } from '../errors/index.js';
-import { unknownOption } from '../option-names.js';
+import { unknownOption } from '../errors/option-names.js';
 import {
   type Call,
   DEFAULTS,

@@ -3,7 +3,7 @@
  * `replayed: true`; a stored terminal error is thrown again as `ReplayedFailureError`.
  */
 import { RecordIntegrityError, ReplayedFailureError } from '../errors/index.js';
-import type { IdempotencyRecord } from '../store.js';
+import type { IdempotencyRecord } from '../store/store.js';
 import type { CallRun } from './call-run.js';
 import { decode, type StoredOutcome } from './outcome.js';
 import type { IdempotentResult, ReplayContext } from './types.js';

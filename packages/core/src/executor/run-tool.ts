@@ -5,10 +5,10 @@
  * or is stored when it is terminal.
  */
 import { IdempotencyError, InvalidInputError, PersistFailedError } from '../errors/index.js';
-import { NotAnOutcome } from '../not-an-outcome.js';
-import { effectsOf, runInContext, type SentEffects } from '../vendor.js';
 import type { CallRun } from './call-run.js';
+import { effectsOf, runInContext, type SentEffects } from './context.js';
 import { holdLease, type Lease } from './lease.js';
+import { NotAnOutcome } from './not-an-outcome.js';
 import { asStored, describeError, type StoredOutcome } from './outcome.js';
 import type { ExecutionContext, IdempotentResult } from './types.js';
 

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { InvalidInputError, OutcomeUnknownError } from '../errors/index.js';
-import type { IdempotencyRecord } from '../store.js';
+import type { IdempotencyRecord } from '../store/store.js';
 import type { CallRun } from './call-run.js';
 import { asStored, type StoredOutcome } from './outcome.js';
 import { runTool } from './run-tool.js';

@@ -7,10 +7,10 @@
  * here, so no module depends on the executor's implementation.
  */
 import type { KeyObject } from 'node:crypto';
-import type { DerivedKey } from '../derive-key.js';
-import type { EncryptionOptions } from '../encryption.js';
-import type { EventHandler } from '../events.js';
-import type { IdempotencyRecord, IdempotencyStore } from '../store.js';
+import type { DerivedKey } from '../keys/derive-key.js';
+import type { EventHandler } from '../observe/events.js';
+import type { IdempotencyRecord, IdempotencyStore } from '../store/store.js';
+import type { EncryptionOptions } from './encryption.js';
 
 const HOUR = 60 * 60 * 1000;
 /** Default `maxResultBytes`: 1 MiB of JSON. */

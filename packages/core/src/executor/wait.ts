@@ -3,7 +3,12 @@
  * key, the store's push across processes, an adaptive poll for stores that cannot push, and the
  * re-claims after a wait shared by the waiters of one key woken together.
  */
-import type { ClaimInput, ClaimResult, IdempotencyRecord, IdempotencyStore } from '../store.js';
+import type {
+  ClaimInput,
+  ClaimResult,
+  IdempotencyRecord,
+  IdempotencyStore,
+} from '../store/store.js';
 import type { CallRun, LocalWaiters } from './call-run.js';
 
 /** Longest first wait for a running duplicate on a store that pushes changes, in ms. */

@@ -5,11 +5,11 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, test } from 'vitest';
 import { ConfigurationError } from '../errors/index.js';
+import { NotAnOutcome } from '../executor/not-an-outcome.js';
 import { createIdempotency } from '../executor.js';
-import { createMemoryStore } from '../memory-store.js';
-import { NotAnOutcome } from '../not-an-outcome.js';
+import { createMemoryStore } from '../store/memory-store.js';
 import { serveFetch, type TestServer } from '../test-utils/http-server.js';
-import { idempotentFetch } from '../vendor.js';
+import { idempotentFetch } from '../vendor/vendor.js';
 import { type IdempotentHandlerOptions, idempotentHandler } from './handler.js';
 
 const servers: TestServer[] = [];

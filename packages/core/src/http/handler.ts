@@ -5,7 +5,6 @@
  * outcome. Design: docs/design.md, "Tools served over HTTP".
  */
 import { createHash } from 'node:crypto';
-import { KEY_LIMITS } from '../derive-key.js';
 import {
   ConfigurationError,
   DriftError,
@@ -17,10 +16,11 @@ import {
   ReplayedFailureError,
   StoreUnavailableError,
 } from '../errors/index.js';
+import { unknownOption } from '../errors/option-names.js';
+import { NotAnOutcome } from '../executor/not-an-outcome.js';
 import { createIdempotency, DEFAULTS, type Idempotency, type ToolPolicy } from '../executor.js';
-import { NotAnOutcome } from '../not-an-outcome.js';
-import { unknownOption } from '../option-names.js';
-import type { IdempotencyStore } from '../store.js';
+import { KEY_LIMITS } from '../keys/derive-key.js';
+import type { IdempotencyStore } from '../store/store.js';
 import { parseIdempotencyKey } from './header.js';
 import { type Problem, problemResponse } from './problem.js';
 import {

@@ -3,7 +3,7 @@
  * (draft-ietf-httpapi-idempotency-key-header-09) for fetch-style handlers.
  */
 
-export { NotAnOutcome } from '../not-an-outcome.js';
+export { NotAnOutcome } from '../executor/not-an-outcome.js';
 export {
   type IdempotencyPolicy,
   type IdempotentHandlerOptions,
