@@ -6,6 +6,7 @@
 
 export { isWrapped, markWrapped, refuseWrapped, wrappedTwice } from '../executor/wrapped.js';
 export { NotAnOutcome } from '../not-an-outcome.js';
+export { unknownOption } from '../option-names.js';
 export {
   type Adapter,
   type AdapterOptions,
@@ -13,6 +14,7 @@ export {
   callOf,
   checkToolName,
   createAdapter,
+  type PolicyFieldCheck,
   type ToolTreatment,
 } from './adapter.js';
 export {
