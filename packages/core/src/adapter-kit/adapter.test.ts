@@ -120,4 +120,48 @@ describe('createAdapter', () => {
       'conversationId',
     );
   });
+
+  test("policyFields: an adapter's own policy field is checked, kept from the executor, read back", () => {
+    const store = createMemoryStore();
+    const policyFields = {
+      approval: (value: unknown, tool: { toolName: string; treatment: string }) => {
+        if (tool.treatment !== 'wrap') throw new ConfigurationError({ option: 'x', message: 'no' });
+        return value === true ? { asks: tool.toolName } : undefined;
+      },
+    };
+    const adapter = createAdapter<Info>(
+      { store, conversationId: 'c', policies: { charge: { approval: true, ttl: 1000 } as never } },
+      { ...spec, policyFields },
+    );
+    expect(adapter.policyField('charge', 'approval')).toEqual({ asks: 'charge' });
+    expect(adapter.policyField('lookup', 'approval')).toBeUndefined();
+    expect(adapter.policy('charge')).toEqual({ ttl: 1000 });
+    const typo = configurationError(() =>
+      createAdapter<Info>(
+        { store, conversationId: 'c', policies: { charge: { aproval: true } as never } },
+        { ...spec, policyFields },
+      ),
+    );
+    expect(typo.message).toContain('did you mean "approval"?');
+    expect(
+      configurationError(() =>
+        createAdapter<Info>(
+          {
+            store,
+            conversationId: 'c',
+            unsafe: ['charge'],
+            policies: { charge: { approval: true } as never },
+          },
+          { ...spec, policyFields },
+        ),
+      ).message,
+    ).toBe('no');
+    // Without the spec the field is a misspelt one.
+    expect(() =>
+      createAdapter<Info>(
+        { store, conversationId: 'c', policies: { charge: { approval: true } as never } },
+        spec,
+      ),
+    ).toThrow(ConfigurationError);
+  });
 });

@@ -85,7 +85,20 @@ export interface AdapterSpec<Info> extends TurnSources<Info> {
    * Without it such a policy is refused. @default false
    */
   repeatable?: boolean;
+  /**
+   * Policy fields of the adapter's own (MCP's `approval`), each with its check: given the field's
+   * value (not undefined) and the tool, it returns the checked value or throws a
+   * `ConfigurationError`. They are matched against a misspelt field, never seen by the executor,
+   * and read back with `adapter.policyField`. @default {}
+   */
+  policyFields?: Readonly<Record<string, PolicyFieldCheck>>;
 }
+
+/** The check of an adapter's own policy field (see `AdapterSpec.policyFields`). */
+export type PolicyFieldCheck = (
+  value: unknown,
+  tool: { toolName: string; treatment: ToolTreatment; caller: string },
+) => unknown;
 
 /** How one tool of the set is treated. */
 export type ToolTreatment = 'wrap' | 'exclude' | 'unsafe';
@@ -99,6 +112,8 @@ export interface Adapter<Info> {
   policy(toolName: string): ToolPolicy<never, never> | undefined;
   /** How the tool takes a deliberate repeat (its policy's `repeatable`), or undefined: it does not. */
   repeats(toolName: string): Repeats | undefined;
+  /** The checked value of an adapter's own policy field (`AdapterSpec.policyFields`), or undefined. */
+  policyField(toolName: string, field: string): unknown;
   /**
    * The key parts of one call: its turn and scope.
    * @throws ConfigurationError when nothing identifies the turn (a tool without a business key)
@@ -263,6 +278,11 @@ export function createAdapter<Info>(
   }
   const executorPolicies: Record<string, ToolPolicy<never, never>> = {};
   const repeats = new Map<string, Repeats>();
+  const ownFields = spec.policyFields ?? {};
+  const fields = [...TOOL_POLICY_FIELDS, 'repeatable', ...Object.keys(ownFields)];
+  const treatment = (name: string): ToolTreatment =>
+    exclude.has(name) ? 'exclude' : unsafe.has(name) ? 'unsafe' : 'wrap';
+  const ownValues = new Map<string, Map<string, unknown>>();
   for (const [name, given] of Object.entries(policies)) {
     if (given === undefined) continue;
     if (given === null || typeof given !== 'object') {
@@ -272,12 +292,20 @@ export function createAdapter<Info>(
       });
     }
     const { repeatable, ...policy } = given as ToolPolicy<never, never> & { repeatable?: unknown };
-    const misspelt = unknownOption(policy, [...TOOL_POLICY_FIELDS, 'repeatable']);
+    const misspelt = unknownOption(policy, fields);
     if (misspelt !== undefined) {
       throw new ConfigurationError({
         option: `policies.${name}.${misspelt.name}`,
-        message: `${caller}: policies.${name}: ${misspelt.message}. The fields are ${[...TOOL_POLICY_FIELDS, 'repeatable'].join(', ')}.`,
+        message: `${caller}: policies.${name}: ${misspelt.message}. The fields are ${fields.join(', ')}.`,
       });
+    }
+    for (const [field, check] of Object.entries(ownFields)) {
+      const value = (policy as Record<string, unknown>)[field];
+      delete (policy as Record<string, unknown>)[field];
+      if (value === undefined) continue;
+      const checked = check(value, { toolName: name, treatment: treatment(name), caller });
+      if (!ownValues.has(name)) ownValues.set(name, new Map());
+      ownValues.get(name)?.set(field, checked);
     }
     const repeat = repeatsOf(repeatable, name, caller);
     if (repeat !== undefined) {
@@ -335,8 +363,6 @@ export function createAdapter<Info>(
   const turns = createTurnResolver(o, spec, caller);
   const policyOf = (name: string): ToolPolicy<never, never> | undefined =>
     Object.hasOwn(executorPolicies, name) ? executorPolicies[name] : undefined;
-  const treatment = (name: string): ToolTreatment =>
-    exclude.has(name) ? 'exclude' : unsafe.has(name) ? 'unsafe' : 'wrap';
   if (!turns.possible && spec.toolNames !== undefined) {
     const needTurn = spec.toolNames.filter(
       (name) => treatment(name) === 'wrap' && policyOf(name)?.businessKey === undefined,
@@ -355,6 +381,7 @@ export function createAdapter<Info>(
     treatment,
     policy: policyOf,
     repeats: (name) => repeats.get(name),
+    policyField: (name, field) => ownValues.get(name)?.get(field),
     identify(call, toolName) {
       const needed = policyOf(toolName)?.businessKey === undefined;
       const turn = turns.resolve(call, needed);

@@ -6,6 +6,7 @@
 
 export { NotAnOutcome } from '../executor/not-an-outcome.js';
 export { isWrapped, markWrapped, refuseWrapped, wrappedTwice } from '../executor/wrapped.js';
+export { unknownOption } from '../errors/option-names.js';
 export {
   type Adapter,
   type AdapterOptions,
@@ -13,6 +14,7 @@ export {
   callOf,
   checkToolName,
   createAdapter,
+  type PolicyFieldCheck,
   type ToolTreatment,
 } from './adapter.js';
 export {

@@ -113,4 +113,30 @@ describe('prepareCall / runPrepared: one pipeline, one outcome', () => {
     });
     expect(told).toEqual({ text: expect.stringMatching(/"drift"/) });
   });
+
+  test("the call's own policy, given the resolved turn, is the key's and the run's", async () => {
+    const a = adapter('chat-1');
+    const turns: unknown[] = [];
+    const input = (args: { amount: number; key: string }) => ({
+      toolName: 'charge',
+      input: args,
+      info: (parsed: unknown) => ({ args: parsed }),
+      policy: (_info: Info, turn: unknown) => {
+        turns.push(turn);
+        return { businessKey: (given: unknown) => (given as { key: string }).key };
+      },
+    });
+    let runs = 0;
+    const execute = () => ({ n: ++runs });
+    expect(await runPipeline(a, input({ amount: 5, key: 'k1' }), execute)).toEqual({
+      output: { n: 1 },
+    });
+    // The business key is the call's identity: the same key with other args is drift.
+    const drift = await runPipeline(a, input({ amount: 6, key: 'k1' }), execute);
+    expect(drift).toMatchObject({ text: expect.stringMatching(/"drift"/) });
+    const prepared = await prepareCall(a, input({ amount: 7, key: 'k2' }));
+    expect(prepared).toMatchObject({ prepared: { policy: { businessKey: expect.any(Function) } } });
+    expect(turns[0]).toMatchObject({ source: 'derived' });
+    expect(runs).toBe(1);
+  });
 });

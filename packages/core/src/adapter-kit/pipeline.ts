@@ -15,10 +15,11 @@
 
 import { NotAnOutcome } from '../executor/not-an-outcome.js';
 import type { Call, ExecutionContext, ToolPolicy } from '../executor.js';
-import { type Adapter, callOf } from './adapter.js';
+import type { Adapter } from './adapter.js';
 import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';
 import { audienceOf, errorText, markOutput } from './calls.js';
 import { keyArgs, takeRepeat } from './repeats.js';
+import type { ResolvedTurn } from './turn-identity.js';
 
 /**
  * The outcome of one wrapped call, told apart: its output (marked, or a `NotAnOutcome`'s value),
@@ -110,6 +111,14 @@ export interface CallInput<Info> {
   parsed?: boolean | undefined;
   /** The adapter's call info (what `turnId`, `conversationId` and `scope` functions get) of the tool's own args. */
   info: (args: unknown) => Info;
+  /**
+   * This call's own policy, from the tool's and the resolved turn (an MCP client's idempotency
+   * key as its business key, a shorter ttl for a turn only a session gives): the key and the run
+   * (`runPrepared`, or the adapter's with `prepared.policy`) use it. @default the tool's policy
+   */
+  policy?:
+    | ((info: Info, turn: ResolvedTurn | undefined, policy: ToolPolicy | undefined) => ToolPolicy)
+    | undefined;
 }
 
 /** A call ready to run: checked, identified, its key's args built. */
@@ -134,8 +143,9 @@ export type Prepared<Info> =
 /**
  * Prepare one call: parse and check the model's arguments (`parseArguments`: the model's error
  * text when they are bad), take out the repeat argument, identify the turn and scope, build the
- * key's args and check the key (`callOf`: a developer error when nothing identifies the turn, the
- * model's text for arguments that are not JSON). Nothing runs and nothing is stored.
+ * key's args and the call's policy (`given.policy`), and check the key (as `callOf`: a developer
+ * error when nothing identifies the turn, the model's text for arguments that are not JSON).
+ * Nothing runs and nothing is stored.
  */
 export async function prepareCall<Info>(
   adapter: Adapter<Info>,
@@ -151,11 +161,14 @@ export async function prepareCall<Info>(
         : takeRepeat(given.input, toolName, repeats);
   if ('error' in parsed) return { text: parsed.error };
   const { args, repeat = 1 } = parsed;
-  const policy = adapter.policy(toolName) as ToolPolicy | undefined;
   const info = given.info(args);
   try {
     const key = repeats === undefined ? args : keyArgs(args, repeat, repeats);
-    const call = callOf(adapter, info, toolName, key, policy);
+    const { turnId, scope, turn } = adapter.identify(info, toolName);
+    const own = adapter.policy(toolName) as ToolPolicy | undefined;
+    const policy = given.policy === undefined ? own : given.policy(info, turn, own);
+    const call = { toolName, turnId, scope, args: key };
+    adapter.executor.keyOf(call, policy);
     return { prepared: { toolName, args, repeat, call, policy, info } };
   } catch (error) {
     if (audienceOf(error) === 'developer') return { developer: error };
@@ -166,21 +179,19 @@ export async function prepareCall<Info>(
 /**
  * Run a prepared call: the lookup first, the tool (`execute`, given the tool's own args) only when
  * no outcome is stored, the output marked (`mark`, default `markOutput`), and the outcome told
- * apart (`CallOutcome`).
+ * apart (`CallOutcome`). The call's policy is the prepared one.
  */
-export function runPrepared<Info>(
+export async function runPrepared<Info>(
   adapter: Adapter<Info>,
   prepared: PreparedCall<Info>,
   execute: (args: unknown, context: ExecutionContext) => unknown,
   mark?: (value: unknown, replayed: boolean) => unknown,
 ): Promise<CallOutcome> {
-  const { args } = prepared;
-  return settleCall(
-    adapter as Adapter<never>,
-    prepared.call,
-    (_key, context) => execute(args, context),
-    mark,
-  );
+  const { args, call, policy } = prepared;
+  const fn = (_key: unknown, context: ExecutionContext) => execute(args, context);
+  const run = () => adapter.executor.run(call, fn, policy as ToolPolicy<unknown, unknown>);
+  const settled = await settleRun(adapter as Adapter<never>, run, mark);
+  return 'text' in settled ? { text: settled.text } : settled;
 }
 
 /** `prepareCall` then `runPrepared`: the whole pipeline of one call, one outcome. */

@@ -3,13 +3,13 @@ import {
   ApprovalConflictError,
   ApprovalPendingError,
   ApprovalRejectedError,
-  DriftError,
-  InvalidInputError,
-} from '../errors/index.js';
+  type AskApproval,
+  createApprovals,
+} from './approvals.js';
+import { DriftError, InvalidInputError } from '../errors/index.js';
 import { createIdempotency } from '../executor.js';
 import { errorForModel } from '../model-output.js';
 import { createMemoryStore } from '../store/memory-store.js';
-import { createApprovals } from './approvals.js';
 
 function setup(now?: () => number) {
   const store = createMemoryStore(now === undefined ? {} : { now });
@@ -277,5 +277,36 @@ describe('bound approvals for adapters: approveCall, recordAsked, checkAsked', (
     await expect(approvals.checkAsked(charge(5), 'made_up')).rejects.toSatisfy(
       InvalidInputError.isInstance,
     );
+  });
+
+  test('runAsking: asks only while undecided, stores the answer first, runs once; a standing decision wins', async () => {
+    const { approvals, refund, refunds } = setup();
+    const asked: Array<string | undefined> = [];
+    const answer = (approved: boolean) => async (asking: Parameters<AskApproval>[0]) => {
+      asked.push(asking.pending?.status);
+      await asking.request();
+      return { approved, by: 'alice', reason: approved ? undefined : 'too much' };
+    };
+    const first = await approvals.runAsking(call('1'), refund, undefined, answer(true));
+    expect(first).toMatchObject({ value: { refunded: '1' }, replayed: false });
+    expect(first.approval).toMatchObject({ status: 'approved', by: 'alice' });
+    const again = await approvals.runAsking(call('1'), refund, undefined, answer(false));
+    expect(again.replayed).toBe(true);
+    expect(asked).toEqual([undefined]); // decided: nobody is asked again
+    // A rejection: stored with its reason, the same on every retry.
+    const no = approvals.runAsking(call('2'), refund, undefined, answer(false));
+    await expect(no).rejects.toSatisfy(ApprovalRejectedError.isInstance);
+    expect(await approvals.getApproval(approvals.keyOf(call('2')))).toMatchObject({
+      status: 'rejected',
+      reason: 'too much',
+    });
+    // Decided elsewhere while the person was asked: that decision stands.
+    const late = approvals.runAsking(call('3'), refund, undefined, async ({ request }) => {
+      const pending = await request();
+      await approvals.reject(pending.key, { by: 'bob' });
+      return { approved: true, by: 'alice' };
+    });
+    await expect(late).rejects.toSatisfy(ApprovalRejectedError.isInstance);
+    expect(refunds).toEqual(['1']);
   });
 });

@@ -9,7 +9,9 @@
  *   decision, and the other one is refused (`ApprovalConflictError`);
  * - `run(call, fn)` runs the tool through the executor only once it is approved: pending ->
  *   `ApprovalPendingError`, rejected -> `ApprovalRejectedError` (stored, the same on every
- *   retry), approved -> the executor's normal path (the tool runs once, from any process).
+ *   retry), approved -> the executor's normal path (the tool runs once, from any process);
+ * - `runAsking(call, fn, policy, ask)` is `run` for an adapter that asks the human itself: it
+ *   asks (`ask`) only when nothing is decided, and stores the answer first.
  *
  * Only the store contract is used (claim, complete, takeover, release, get): every store works.
  * Records live for the tool's ttl (the request from when it was made, the decision from when it
@@ -93,6 +95,24 @@ export interface Decider {
   by: string;
 }
 
+/** A person's answer to an approval request, as an adapter got it (see `runAsking`). */
+export interface ApprovalAnswer extends Decider {
+  approved: boolean;
+  /** Why (a rejection, mostly): stored with the decision. */
+  reason?: string | undefined;
+}
+
+/**
+ * How an adapter asks the person about one call (see `runAsking`). `pending`: the stored request
+ * when there is one (an answer the framework carries for it counts); `request()` stores it (call
+ * it before asking). Returns the answer, or throws (a question that travels in the framework's
+ * reply, a client that cannot be asked).
+ */
+export type AskApproval = (asking: {
+  pending: Approval | undefined;
+  request: () => Promise<Approval>;
+}) => Promise<ApprovalAnswer>;
+
 export interface Approvals {
   /** The approval key of a call (derives the call's key; touches no store). */
   keyOf<Args>(call: Call<Args>, policy?: RequestApprovalOptions<Args>['policy']): string;
@@ -133,6 +153,19 @@ export interface Approvals {
     fn: ToolFunction<Args, Result>,
     policy?: ToolPolicy<Args, Result>,
     options?: { approvalKey?: string | undefined },
+  ): Promise<IdempotentResult<Result> & { approval: Approval }>;
+  /**
+   * `run` for an adapter that asks the person itself (MCP elicitation, a graph interrupt):
+   * decided already -> `run` (approved: runs once or replays; rejected: ApprovalRejectedError),
+   * nobody is asked; else `ask` gets the answer, stored as the decision before `run` (a decision
+   * taken first, by another approver or a concurrent answer, stands).
+   * @throws as `run`, and what `ask` throws
+   */
+  runAsking<Args, Result>(
+    call: Call<Args>,
+    fn: ToolFunction<Args, Result>,
+    policy: ToolPolicy<Args, Result> | undefined,
+    ask: AskApproval,
   ): Promise<IdempotentResult<Result> & { approval: Approval }>;
   /**
    * A call its framework says was approved (a resumed `RunState`, an approval response), bound to
@@ -563,6 +596,25 @@ export function createApprovals(
     return { ...result, approval };
   }
 
+  async function runAsking<Args, Result>(
+    call: Call<Args>,
+    fn: ToolFunction<Args, Result>,
+    policy: ToolPolicy<Args, Result> | undefined,
+    ask: AskApproval,
+  ): Promise<IdempotentResult<Result> & { approval: Approval }> {
+    const key = identify(call, policy).key;
+    const existing = await getApproval(key);
+    if (existing === undefined || existing.status === 'pending') {
+      const request = () => requestApproval(call, { policy: policy ?? {} });
+      const { approved, by, reason } = await ask({ pending: existing, request });
+      const decider = reason === undefined ? { by } : { by, reason };
+      await decide(key, approved ? 'approved' : 'rejected', decider).catch((error: unknown) => {
+        if (!ApprovalConflictError.isInstance(error)) throw error; // the first decision stands
+      });
+    }
+    return run(call, fn, policy);
+  }
+
   async function approveCall<Args>(
     call: Call<Args>,
     options: RequestApprovalOptions<Args> & { ref: string; by: string },
@@ -658,6 +710,7 @@ export function createApprovals(
     reject: (key, decider) => decide(key, 'rejected', decider),
     getApproval,
     run,
+    runAsking,
     approveCall,
     recordAsked,
     checkAsked,
