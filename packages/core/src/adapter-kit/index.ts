@@ -4,9 +4,9 @@
  * an adapter only maps its framework's shapes onto them. For adapter authors, not for apps.
  */
 
+export { unknownOption } from '../errors/option-names.js';
 export { NotAnOutcome } from '../executor/not-an-outcome.js';
 export { isWrapped, markWrapped, refuseWrapped, wrappedTwice } from '../executor/wrapped.js';
-export { unknownOption } from '../errors/option-names.js';
 export {
   type Adapter,
   type AdapterOptions,

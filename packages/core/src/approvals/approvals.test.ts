@@ -3,13 +3,13 @@ import {
   ApprovalConflictError,
   ApprovalPendingError,
   ApprovalRejectedError,
-  type AskApproval,
-  createApprovals,
-} from './approvals.js';
-import { DriftError, InvalidInputError } from '../errors/index.js';
+  DriftError,
+  InvalidInputError,
+} from '../errors/index.js';
 import { createIdempotency } from '../executor.js';
 import { errorForModel } from '../model-output.js';
 import { createMemoryStore } from '../store/memory-store.js';
+import { type AskApproval, createApprovals } from './approvals.js';
 
 function setup(now?: () => number) {
   const store = createMemoryStore(now === undefined ? {} : { now });
