@@ -12,12 +12,15 @@
  * return translate(prepared); // the model's text, or a developer error: nothing ran
  * ```
  */
+
+import { InvalidInputError } from '../errors/index.js';
 import type { Call, ExecutionContext, ToolPolicy } from '../executor.js';
 import { NotAnOutcome } from '../not-an-outcome.js';
 import { type Adapter, callOf } from './adapter.js';
 import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';
 import { audienceOf, errorText, markOutput } from './calls.js';
 import { keyArgs, takeRepeat } from './repeats.js';
+import type { ResolvedTurn } from './turn-identity.js';
 
 /**
  * The outcome of one wrapped call, told apart: its output (marked, or a `NotAnOutcome`'s value),
@@ -109,6 +112,17 @@ export interface CallInput<Info> {
   parsed?: boolean | undefined;
   /** The adapter's call info (what `turnId`, `conversationId` and `scope` functions get) of the tool's own args. */
   info: (args: unknown) => Info;
+  /**
+   * The turn id the key is made of, from the resolved turn (undefined: none identifies it), for
+   * a framework that runs one turn's function many times (a LangGraph task: its place in the run).
+   * It may refuse (throw a `ConfigurationError`: nothing runs). @default the resolved turn's id
+   */
+  turnOf?:
+    | ((
+        turn: ResolvedTurn | undefined,
+        info: Info,
+      ) => string | undefined | Promise<string | undefined>)
+    | undefined;
 }
 
 /** A call ready to run: checked, identified, its key's args built. */
@@ -124,10 +138,13 @@ export interface PreparedCall<Info> {
   readonly info: Info;
 }
 
-/** `prepareCall`'s answer: the prepared call, or why nothing may run (`CallOutcome`'s text or developer). */
+/**
+ * `prepareCall`'s answer: the prepared call, or why nothing may run (`CallOutcome`'s text or
+ * developer); the model's text keeps the error it tells of, if any (`cause`).
+ */
 export type Prepared<Info> =
   | { prepared: PreparedCall<Info> }
-  | { text: string }
+  | { text: string; cause?: unknown }
   | { developer: unknown };
 
 /**
@@ -154,11 +171,17 @@ export async function prepareCall<Info>(
   const info = given.info(args);
   try {
     const key = repeats === undefined ? args : keyArgs(args, repeat, repeats);
-    const call = callOf(adapter, info, toolName, key, policy);
+    let call: Call;
+    if (given.turnOf === undefined) call = callOf(adapter, info, toolName, key, policy);
+    else {
+      const { turn, scope } = adapter.identify(info, toolName);
+      call = { toolName, turnId: await given.turnOf(turn, info), scope, args: key };
+      adapter.executor.keyOf(call, policy);
+    }
     return { prepared: { toolName, args, repeat, call, policy, info } };
   } catch (error) {
     if (audienceOf(error) === 'developer') return { developer: error };
-    return { text: errorText(error) ?? String(error) };
+    return { text: errorText(error) ?? String(error), cause: error };
   }
 }
 
@@ -190,7 +213,25 @@ export async function runPipeline<Info>(
   mark?: (value: unknown, replayed: boolean) => unknown,
 ): Promise<CallOutcome> {
   const prepared = await prepareCall(adapter, given);
+  if ('text' in prepared) return { text: prepared.text };
   if (!('prepared' in prepared)) return prepared;
   const call = prepared.prepared;
   return runPrepared(adapter, call, (args, context) => execute(args, context, call), mark);
+}
+
+/**
+ * The output of an outcome (or the call `prepareCall` prepared), else its error thrown: the
+ * developer's, the tool's own, the error the model's text tells of (its `cause`; a text without
+ * one as an `InvalidInputError` of the arguments). For a framework where every error is thrown
+ * (a workflow's task).
+ */
+export function orThrow<Info>(outcome: Prepared<Info>): PreparedCall<Info>;
+export function orThrow(outcome: CallOutcome | SettledRun): unknown;
+export function orThrow(outcome: CallOutcome | SettledRun | Prepared<unknown>): unknown {
+  if ('prepared' in outcome) return outcome.prepared;
+  if ('output' in outcome) return outcome.output;
+  if ('developer' in outcome) throw outcome.developer;
+  if ('error' in outcome) throw outcome.error;
+  const { cause } = outcome as { cause?: unknown };
+  throw cause ?? new InvalidInputError({ field: 'arguments', message: outcome.text });
 }
