@@ -60,6 +60,7 @@ export {
 export {
   type CallInput,
   type CallOutcome,
+  orThrow,
   type Prepared,
   type PreparedCall,
   prepareCall,
@@ -101,6 +102,12 @@ export {
   unboxOutput,
 } from './results.js';
 export { createRunnerStop, type RunnerStop } from './runner-stop.js';
+export {
+  createTaskAdapter,
+  type TaskAdapter,
+  type TaskSpec,
+  type TaskWrapOptions,
+} from './tasks.js';
 export { runToolCall, type ToolCall } from './tool-call.js';
 export {
   createToolListAdapter,
@@ -111,7 +118,14 @@ export {
   type ToolSetOptions,
   type ToolSetSpec,
 } from './tool-set.js';
-export { type MessageSource, readTranscript, type TranscriptReader } from './transcripts.js';
+export {
+  type MessageSource,
+  type RunMessageKind,
+  type RunReader,
+  readRuns,
+  readTranscript,
+  type TranscriptReader,
+} from './transcripts.js';
 export { userContent } from './turn-content.js';
 export {
   checkPerCall,
