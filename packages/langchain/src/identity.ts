@@ -1,10 +1,5 @@
 /** A call's turn: `configurable`, or the graph state's messages read as the kit's runs. */
-import {
-  deriveTurnId as deriveFromTranscript,
-  type RunReader,
-  readRuns,
-  type TurnSources,
-} from '@idempotent-tools/core/adapter-kit';
+import * as kit from '@idempotent-tools/core/adapter-kit';
 import type { CallContext } from './types.js';
 
 type MessageLike = Partial<Record<'type' | 'role' | 'content' | 'name' | 'status', unknown>> & {
@@ -24,7 +19,9 @@ const callsOf = (m: MessageLike): Array<{ id?: unknown; name?: unknown }> =>
     : [];
 
 /** LangChain messages (and `{ role, content }` objects), as the kit's `readRuns` reads them. */
-const reader = (endsRun?: (toolName: string) => boolean | undefined): RunReader<MessageLike> => ({
+const reader = (
+  endsRun?: (toolName: string) => boolean | undefined,
+): kit.RunReader<MessageLike> => ({
   kind(m) {
     if (m === null || typeof m !== 'object') return undefined;
     const role = typeof m.role === 'string' ? (ROLES[m.role] ?? m.role) : undefined;
@@ -77,9 +74,9 @@ export function deriveTurnId(input: {
   const tools = toolsSeen();
   for (const tool of input.tools ?? []) tools.learn(tool);
   const runs = reader(input.tools === undefined ? undefined : tools.endsRun);
-  return deriveFromTranscript(
+  return kit.deriveTurnId(
     String(input.threadId),
-    readRuns(input.messages as MessageLike[], runs) ?? [],
+    kit.readRuns(input.messages as MessageLike[], runs) ?? [],
   );
 }
 
@@ -96,11 +93,11 @@ export const idOf = (value: unknown) =>
  */
 export const turnSourcesOf = (
   endsRun?: (name: string) => boolean | undefined,
-): TurnSources<CallContext> => ({
+): kit.TurnSources<CallContext> => ({
   turn: ({ config }) => idOf(config.configurable?.turn_id),
   conversation: ({ config }) => idOf(config.configurable?.thread_id),
   transcript: ({ state }) =>
-    Array.isArray(state?.messages) ? readRuns(state.messages, reader(endsRun)) : undefined,
+    Array.isArray(state?.messages) ? kit.readRuns(state.messages, reader(endsRun)) : undefined,
   howTo:
     'the thread id (agent.invoke(input, { configurable: { thread_id: chatId } })) or the conversationId option; outside a graph, the turn: tool.invoke(call, { configurable: { turn_id } }) or the turnId option',
 });

@@ -6,7 +6,7 @@ import {
   type ExecutorOptions,
   sha256,
 } from '@idempotent-tools/core';
-import { createTaskAdapter, type TaskWrapOptions } from '@idempotent-tools/core/adapter-kit';
+import * as kit from '@idempotent-tools/core/adapter-kit';
 import {
   type BaseCheckpointSaver,
   getConfig,
@@ -30,7 +30,7 @@ export interface TaskCall {
 export type IdempotentTaskOptions<
   Args extends unknown[] = unknown[],
   Result = unknown,
-> = ExecutorOptions & TaskWrapOptions<TaskCall, Args, Result>;
+> = ExecutorOptions & kit.TaskWrapOptions<TaskCall, Args, Result>;
 
 type Tuple = NonNullable<Awaited<ReturnType<BaseCheckpointSaver['getTuple']>>>;
 
@@ -92,7 +92,7 @@ export function taskCalls<Args extends unknown[], Result>(
   own: readonly string[] = [],
 ) {
   const keyed = options?.businessKey !== undefined;
-  const tasks = createTaskAdapter<TaskCall, Args>(fn, options, {
+  const tasks = kit.createTaskAdapter<TaskCall, Args>(fn, options, {
     caller,
     name,
     options: own,

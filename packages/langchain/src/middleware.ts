@@ -1,4 +1,4 @@
-import { checkToolName, createAdapter } from '@idempotent-tools/core/adapter-kit';
+import * as kit from '@idempotent-tools/core/adapter-kit';
 import { isStructuredTool, type StructuredToolInterface } from '@langchain/core/tools';
 import { createMiddleware } from 'langchain';
 import { toolsSeen, turnSourcesOf } from './identity.js';
@@ -29,7 +29,7 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
   const caller = 'idempotentToolsMiddleware';
   const tools = toolsSeen();
   const sources = turnSourcesOf(tools.endsRun);
-  const adapter = createAdapter<CallContext>(options as never, {
+  const adapter = kit.createAdapter<CallContext>(options as never, {
     caller,
     ...sources,
     repeatable: true,
@@ -42,7 +42,7 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
   const guarded = (tool: StructuredToolInterface): StructuredToolInterface => {
     let out = cache.get(tool);
     if (out === undefined) {
-      checkToolName(tool.name, caller);
+      kit.checkToolName(tool.name, caller);
       out = wrapTool(tool, adapter, caller, (id, error) => void refusals.set(id, error));
       cache.set(tool, out);
     }

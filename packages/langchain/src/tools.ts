@@ -1,5 +1,5 @@
 import { ConfigurationError } from '@idempotent-tools/core';
-import { createAdapter } from '@idempotent-tools/core/adapter-kit';
+import * as kit from '@idempotent-tools/core/adapter-kit';
 import { turnSourcesOf } from './identity.js';
 import type {
   CallContext,
@@ -12,7 +12,7 @@ import { checkTool, wrapTool } from './wrap-tool.js';
 /** The tools, wrapped (options, policies and names checked first). */
 function wrapAll<T extends readonly ToolLike[]>(tools: T, options: object, caller: string): T {
   for (const tool of tools) checkTool(tool, caller);
-  const adapter = createAdapter<CallContext>(options as never, {
+  const adapter = kit.createAdapter<CallContext>(options as never, {
     caller,
     toolNames: tools.map((tool) => tool.name),
     // Tools wrapped on their own may run in any graph (one that ends after its tool node, too):

@@ -4,20 +4,7 @@ import {
   type ExecutionContext,
   type IdempotentResult,
 } from '@idempotent-tools/core';
-import {
-  type Adapter,
-  drain,
-  isContentBlocks,
-  isWrapped,
-  markOutput,
-  markWrapped,
-  mergeSignals,
-  type PreparedCall,
-  prepareCall,
-  presentTool,
-  refuseWrapped,
-  settleRun,
-} from '@idempotent-tools/core/adapter-kit';
+import * as kit from '@idempotent-tools/core/adapter-kit';
 import type { CallbackManagerForToolRun } from '@langchain/core/callbacks/manager';
 import { isDirectToolOutput, ToolMessage } from '@langchain/core/messages';
 import type { StructuredToolInterface, ToolRunnableConfig } from '@langchain/core/tools';
@@ -29,7 +16,7 @@ const KEY_FIELD = 'idempotency_key';
 
 /** True for a tool made by `idempotentTool`, `idempotentTools` or the middleware. */
 export const isIdempotentTool = (tool: unknown): boolean =>
-  typeof tool === 'object' && isWrapped(tool);
+  typeof tool === 'object' && kit.isWrapped(tool);
 
 /** The idempotency key of the running call, to send on as the vendor's `Idempotency-Key`. */
 export function getIdempotencyKey(config: ToolRunnableConfig | undefined): string | undefined {
@@ -63,7 +50,7 @@ export function checkTool(tool: unknown, caller: string): asserts tool is Callab
 /** The ToolMessage content of a value, as `@langchain/core` formats tool outputs. */
 type Content = ToolMessage['content'];
 function toContent(value: unknown): Content {
-  if (typeof value === 'string' || isContentBlocks(value)) return value as Content;
+  if (typeof value === 'string' || kit.isContentBlocks(value)) return value as Content;
   try {
     return JSON.stringify(value) ?? '';
   } catch {
@@ -80,16 +67,16 @@ function toContent(value: unknown): Content {
  */
 export function wrapTool<T extends ToolLike>(
   tool: T,
-  adapter: Adapter<CallContext>,
+  adapter: kit.Adapter<CallContext>,
   caller: string,
   onRefusal?: (toolCallId: string, error: unknown) => void,
 ): T {
   const toolName = tool.name;
-  const shown = presentTool(adapter as Adapter<never>, toolName, caller);
+  const shown = kit.presentTool(adapter as kit.Adapter<never>, toolName, caller);
   if (shown.treatment === 'exclude') return tool;
-  refuseWrapped(toolName, tool, caller);
+  kit.refuseWrapped(toolName, tool, caller);
   const original = tool as unknown as Callable;
-  const wrapped = markWrapped(Object.create(tool) as Callable);
+  const wrapped = kit.markWrapped(Object.create(tool) as Callable);
   const field = { writable: true, enumerable: true, configurable: true };
   const own = (name: string, value: unknown) =>
     Object.defineProperty(wrapped, name, { ...field, value });
@@ -116,7 +103,7 @@ export function wrapTool<T extends ToolLike>(
       metadata: { ...original.metadata, idempotency },
     });
 
-  wrapped._call = markWrapped(async (input, runManager, parent) => {
+  wrapped._call = kit.markWrapped(async (input, runManager, parent) => {
     const config = (parent ?? {}) as ToolRunnableConfig & { state?: unknown };
     const scratch = config.configurable?.__pregel_scratchpad as { currentTaskInput?: unknown };
     const state = (config.state ?? scratch?.currentTaskInput) as CallContext['state'];
@@ -126,15 +113,15 @@ export function wrapTool<T extends ToolLike>(
     let fresh: unknown;
     const info = (args: unknown) => ({ toolName, args, toolCall, state, config });
     // `input`: parsed by the tool's schema.
-    const prepared = await prepareCall(adapter, { toolName, input, parsed: true, info });
+    const prepared = await kit.prepareCall(adapter, { toolName, input, parsed: true, info });
     let result: IdempotentResult<unknown> | undefined;
     const execute = async (args: unknown, exec: ExecutionContext) => {
       const out = original._call.call(tool, args, runManager, {
         ...config,
-        signal: mergeSignals(config.signal, exec.signal),
+        signal: kit.mergeSignals(config.signal, exec.signal),
         configurable: { ...config.configurable, [KEY_FIELD]: exec.key },
       });
-      fresh = await drain(await out, (part) => runManager?.handleToolEvent?.(part), 'return');
+      fresh = await kit.drain(await out, (part) => runManager?.handleToolEvent?.(part), 'return');
       return fresh;
     };
     const mark = (value: unknown, replayed: boolean) => {
@@ -143,12 +130,12 @@ export function wrapTool<T extends ToolLike>(
       if (!replayed && (isDirectToolOutput(fresh) || command)) return fresh;
       if (pair && !(Array.isArray(value) && value.length === 2)) return value;
       const [content, artifact] = pair ? (value as unknown[]) : [value];
-      const marked = markOutput(content, replayed, adapter.markFresh);
+      const marked = kit.markOutput(content, replayed, adapter.markFresh);
       if (!id) return marked; // as `call` does without a tool call: the content only
       const { key, outcome } = result as IdempotentResult<unknown>;
       return reply(id, toContent(marked), { key, replayed, outcome }, artifact);
     };
-    const run = async ({ call, policy, args }: PreparedCall<CallContext>) =>
+    const run = async ({ call, policy, args }: kit.PreparedCall<CallContext>) =>
       (result = await adapter.executor.run(
         call,
         (_, exec) => execute(args, exec),
@@ -156,7 +143,7 @@ export function wrapTool<T extends ToolLike>(
       ));
     const outcome =
       'prepared' in prepared
-        ? await settleRun(adapter as Adapter<never>, () => run(prepared.prepared), mark)
+        ? await kit.settleRun(adapter as kit.Adapter<never>, () => run(prepared.prepared), mark)
         : prepared;
     if ('output' in outcome) return outcome.output;
     if ('error' in outcome) throw outcome.error;
