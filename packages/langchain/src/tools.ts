@@ -1,5 +1,5 @@
 import { ConfigurationError } from '@idempotent-tools/core';
-import { createAdapter } from '@idempotent-tools/core/adapter-kit';
+import * as kit from '@idempotent-tools/core/adapter-kit';
 import { turnSourcesOf } from './identity.js';
 import type {
   CallContext,
@@ -9,18 +9,18 @@ import type {
 } from './types.js';
 import { checkTool, wrapTool } from './wrap-tool.js';
 
-/** The adapter of a set of tools known now (options, policies and names checked here). */
-function adapterOf(tools: readonly unknown[], options: object, caller: string) {
+/** The tools, wrapped (options, policies and names checked first). */
+function wrapAll<T extends readonly ToolLike[]>(tools: T, options: object, caller: string): T {
   for (const tool of tools) checkTool(tool, caller);
-  const toolNames = tools.map((tool) => (tool as ToolLike).name);
-  return createAdapter<CallContext>(options as never, {
+  const adapter = kit.createAdapter<CallContext>(options as never, {
     caller,
-    toolNames,
+    toolNames: tools.map((tool) => tool.name),
     // Tools wrapped on their own may run in any graph (one that ends after its tool node, too):
     // a run that ended with a tool result is not told from a broken one.
     ...turnSourcesOf(),
     repeatable: true,
   });
+  return tools.map((tool) => wrapTool(tool, adapter, caller)) as unknown as T;
 }
 
 /**
@@ -38,16 +38,9 @@ function adapterOf(tools: readonly unknown[], options: object, caller: string) {
 export function idempotentTool<T extends ToolLike>(tool: T, options: IdempotentToolOptions<T>): T {
   const { policy, unsafe, ...rest } = (options ?? {}) as IdempotentToolOptions<T>;
   const name = (tool as Partial<ToolLike> | null)?.name as string;
-  const adapter = adapterOf(
-    [tool],
-    {
-      ...rest,
-      ...(policy === undefined ? {} : { policies: { [name]: policy } }),
-      ...(unsafe === true ? { unsafe: [name] } : {}),
-    },
-    'idempotentTool',
-  );
-  return wrapTool(tool, adapter, 'idempotentTool');
+  const policies = policy === undefined ? {} : { policies: { [name]: policy } };
+  const one = { ...rest, ...policies, ...(unsafe === true ? { unsafe: [name] } : {}) };
+  return wrapAll([tool], one, 'idempotentTool')[0] as T;
 }
 
 /**
@@ -59,13 +52,9 @@ export function idempotentTools<T extends readonly ToolLike[]>(
   tools: T,
   options: IdempotentToolsOptions<T>,
 ): T {
-  const caller = 'idempotentTools';
-  if (!Array.isArray(tools)) {
-    throw new ConfigurationError({
-      option: 'tools',
-      message: `${caller} takes an array of tools.`,
-    });
-  }
-  const adapter = adapterOf(tools, options, caller);
-  return tools.map((tool) => wrapTool(tool, adapter, caller)) as unknown as T;
+  if (Array.isArray(tools)) return wrapAll(tools, options, 'idempotentTools');
+  throw new ConfigurationError({
+    option: 'tools',
+    message: 'idempotentTools takes an array of tools.',
+  });
 }

@@ -1,37 +1,22 @@
+import { createRequire } from 'node:module';
 import {
   ConfigurationError,
-  errorForModel,
+  type ExecutionContext,
   type IdempotentResult,
-  withRetryNote,
 } from '@idempotent-tools/core';
-import {
-  type Adapter,
-  audienceOf,
-  drain,
-  isContentBlocks,
-  keyArgs,
-  markOutput,
-  markWrapped,
-  mergeSignals,
-  refuseWrapped,
-  takeRepeat,
-  withRepeatNote,
-} from '@idempotent-tools/core/adapter-kit';
+import * as kit from '@idempotent-tools/core/adapter-kit';
 import type { CallbackManagerForToolRun } from '@langchain/core/callbacks/manager';
 import { isDirectToolOutput, ToolMessage } from '@langchain/core/messages';
 import type { StructuredToolInterface, ToolRunnableConfig } from '@langchain/core/tools';
-import { withRepeatArgument } from './repeat-schema.js';
 import type { CallContext, IdempotencyMetadata, ToolLike } from './types.js';
 
-const WRAPPED = Symbol.for('idempotent-tools.langchain.wrapped');
-
-/** True for a tool made by `idempotentTool`, `idempotentTools` or the middleware. */
-export function isIdempotentTool(tool: unknown): boolean {
-  return tool !== null && typeof tool === 'object' && Object.hasOwn(tool, WRAPPED);
-}
-
+const require = createRequire(import.meta.url);
 /** Where the idempotency key is put in the tool's config: read it with `getIdempotencyKey`. */
 const KEY_FIELD = 'idempotency_key';
+
+/** True for a tool made by `idempotentTool`, `idempotentTools` or the middleware. */
+export const isIdempotentTool = (tool: unknown): boolean =>
+  typeof tool === 'object' && kit.isWrapped(tool);
 
 /** The idempotency key of the running call, to send on as the vendor's `Idempotency-Key`. */
 export function getIdempotencyKey(config: ToolRunnableConfig | undefined): string | undefined {
@@ -40,36 +25,32 @@ export function getIdempotencyKey(config: ToolRunnableConfig | undefined): strin
 }
 
 /** `ToolMessage.metadata.idempotency` of a message made by a wrapped tool. */
-export function idempotencyOf(message: unknown): IdempotencyMetadata | undefined {
-  if (!ToolMessage.isInstance(message)) return undefined;
-  return message.metadata?.idempotency as IdempotencyMetadata | undefined;
-}
+export const idempotencyOf = (message: unknown): IdempotencyMetadata | undefined =>
+  ToolMessage.isInstance(message)
+    ? (message.metadata?.idempotency as IdempotencyMetadata)
+    : undefined;
 
-type CallFn = (
-  arg: unknown,
-  runManager?: CallbackManagerForToolRun,
-  config?: ToolRunnableConfig,
-) => unknown;
+type Call = (arg: unknown, run?: CallbackManagerForToolRun, config?: ToolRunnableConfig) => unknown;
 type Callable = StructuredToolInterface & {
-  _call: CallFn;
-  metadata?: Record<string, unknown>;
+  _call: Call;
+  metadata?: object;
   responseFormat?: string;
 };
 
 /** Throw unless `tool` is a LangChain tool (`tool()`, `StructuredTool`, `DynamicStructuredTool`). */
 export function checkTool(tool: unknown, caller: string): asserts tool is Callable {
   const t = tool as Partial<Callable> | null;
-  if (t === null || typeof t !== 'object' || typeof t._call !== 'function') {
-    throw new ConfigurationError({
-      option: 'tools',
-      message: `${caller} takes LangChain tools (made with tool(), or StructuredTool / DynamicStructuredTool instances); got ${t === null ? 'null' : typeof t}.`,
-    });
-  }
+  if (t !== null && typeof t === 'object' && typeof t._call === 'function') return;
+  throw new ConfigurationError({
+    option: 'tools',
+    message: `${caller} takes LangChain tools (made with tool(), or StructuredTool / DynamicStructuredTool instances); got ${t === null ? 'null' : typeof t}.`,
+  });
 }
 
 /** The ToolMessage content of a value, as `@langchain/core` formats tool outputs. */
-function toContent(value: unknown): ToolMessage['content'] {
-  if (typeof value === 'string' || isContentBlocks(value)) return value as ToolMessage['content'];
+type Content = ToolMessage['content'];
+function toContent(value: unknown): Content {
+  if (typeof value === 'string' || kit.isContentBlocks(value)) return value as Content;
   try {
     return JSON.stringify(value) ?? '';
   } catch {
@@ -79,130 +60,102 @@ function toContent(value: unknown): ToolMessage['content'] {
 
 /**
  * The tool, made idempotent: an object of the same class (its prototype is the original), with
- * the same name and schema, the retry note in its description, and a `_call` that runs the
- * original once per turn + arguments. Errors for the developer (no identity, a bad option) are
- * thrown, after `onRefusal` heard of them; errors for the model become an error ToolMessage.
- * The tool and its `_call` are marked: wrapping them again is refused.
- * @throws ConfigurationError when the tool is already idempotent (it came out of a wrapper: its
- *   call would wait for itself), unless it is excluded
+ * the same name, the kit's presentation (the note, the repeat argument in the schema LangChain
+ * parses the input with and binds for the model), and a `_call` that runs the original once per
+ * turn + arguments (the kit's pipeline). Developer errors are thrown, after `onRefusal` heard of
+ * them; the model's become an error ToolMessage. Wrapping the result again is refused.
  */
 export function wrapTool<T extends ToolLike>(
   tool: T,
-  adapter: Adapter<CallContext>,
+  adapter: kit.Adapter<CallContext>,
   caller: string,
   onRefusal?: (toolCallId: string, error: unknown) => void,
 ): T {
-  if (adapter.treatment(tool.name) === 'exclude') return tool;
-  refuseWrapped(tool.name, tool, caller);
-  const original = tool as unknown as Callable;
-  const wrapped = markWrapped(Object.create(tool) as Callable);
-  Object.defineProperty(wrapped, WRAPPED, { value: true });
-  const unsafe = adapter.treatment(tool.name) === 'unsafe';
-  const repeats = unsafe ? undefined : adapter.repeats(tool.name);
-  const own = (name: string, value: unknown) =>
-    Object.defineProperty(wrapped, name, {
-      value,
-      writable: true,
-      enumerable: true,
-      configurable: true,
-    });
-  own(
-    'description',
-    repeats === undefined
-      ? withRetryNote(tool.description, !unsafe)
-      : withRepeatNote(tool.description, repeats),
-  );
-  if (unsafe) return wrapped as unknown as T;
-  // The model sees, and LangChain parses the input with, the schema with the repeat argument.
-  if (repeats !== undefined) {
-    own('schema', withRepeatArgument(original.schema, tool.name, repeats, caller));
-  }
-  const pair = original.responseFormat === 'content_and_artifact';
-  // Our _call returns the finished ToolMessage, which `call` passes on in 'content' format only.
-  wrapped.responseFormat = 'content';
   const toolName = tool.name;
-  const policy = adapter.policy(toolName) ?? {};
+  const shown = kit.presentTool(adapter as kit.Adapter<never>, toolName, caller);
+  if (shown.treatment === 'exclude') return tool;
+  kit.refuseWrapped(toolName, tool, caller);
+  const original = tool as unknown as Callable;
+  const wrapped = kit.markWrapped(Object.create(tool) as Callable);
+  const field = { writable: true, enumerable: true, configurable: true };
+  const own = (name: string, value: unknown) =>
+    Object.defineProperty(wrapped, name, { ...field, value });
+  own('description', shown.describe(tool.description));
+  if (shown.treatment === 'unsafe') return wrapped as unknown as T;
+  const { schema } = original as { schema?: { _zod?: unknown; _def?: unknown } };
+  const zod = schema?._zod !== undefined || schema?._def !== undefined;
+  if (shown.repeats)
+    own('schema', zod ? shown.zodSchema(schema, require) : shown.jsonSchema(schema));
+  const pair = original.responseFormat === 'content_and_artifact';
+  wrapped.responseFormat = 'content'; // `call` passes our finished ToolMessage on in this format only
   const reply = (
-    toolCallId: string,
-    status: 'success' | 'error',
-    content: ToolMessage['content'],
+    id: string,
+    content: Content,
     idempotency: IdempotencyMetadata,
     artifact?: unknown,
   ) =>
     new ToolMessage({
-      status,
+      status: idempotency.outcome === 'error' ? 'error' : 'success',
       content,
       artifact,
-      tool_call_id: toolCallId,
+      tool_call_id: id,
       name: toolName,
       metadata: { ...original.metadata, idempotency },
     });
 
-  const call: CallFn = async (args, runManager, parentConfig) => {
-    const config = (parentConfig ?? {}) as ToolRunnableConfig & { state?: unknown };
+  wrapped._call = kit.markWrapped(async (input, runManager, parent) => {
+    const config = (parent ?? {}) as ToolRunnableConfig & { state?: unknown };
     const scratch = config.configurable?.__pregel_scratchpad as { currentTaskInput?: unknown };
     const state = (config.state ?? scratch?.currentTaskInput) as CallContext['state'];
-    const toolCall = config.toolCall;
-    const toolCallId = toolCall?.id; // as `call` decides whether to answer with a ToolMessage
-    let result: IdempotentResult<unknown>;
+    const { toolCall } = config;
+    const id = toolCall?.id; // as `call` decides whether to answer with a ToolMessage
     /** What the tool returned when it ran now (a ToolMessage or Command goes out as built). */
     let fresh: unknown;
-    // A repeatable tool's repeat argument: part of the key, never of the tool's args.
-    const taken = repeats === undefined ? undefined : takeRepeat(args, toolName, repeats);
-    if (taken !== undefined && 'error' in taken) {
-      if (!toolCallId) throw new Error(taken.error);
-      const meta = { key: undefined, replayed: false, outcome: 'error', error: 'invalid_input' };
-      return reply(toolCallId, 'error', taken.error, meta as IdempotencyMetadata);
-    }
-    const toolArgs = taken === undefined ? args : taken.args;
-    const keyed =
-      taken === undefined || repeats === undefined
-        ? args
-        : keyArgs(toolArgs, taken.repeat, repeats);
-    try {
-      const { turnId, scope } = adapter.identify(
-        { toolName, args: toolArgs, toolCall, state, config },
-        toolName,
-      );
-      result = await adapter.executor.run(
-        { toolName, turnId, scope, args: keyed },
-        async (runArgs, exec) => {
-          const out = original._call.call(
-            tool,
-            taken === undefined ? runArgs : toolArgs,
-            runManager,
-            {
-              ...config,
-              signal: mergeSignals(config.signal, exec.signal),
-              configurable: { ...config.configurable, [KEY_FIELD]: exec.key },
-            },
-          );
-          fresh = await drain(await out, (part) => runManager?.handleToolEvent?.(part), 'return');
-          return fresh;
-        },
+    const info = (args: unknown) => ({ toolName, args, toolCall, state, config });
+    // `input`: parsed by the tool's schema.
+    const prepared = await kit.prepareCall(adapter, { toolName, input, parsed: true, info });
+    let result: IdempotentResult<unknown> | undefined;
+    const execute = async (args: unknown, exec: ExecutionContext) => {
+      const out = original._call.call(tool, args, runManager, {
+        ...config,
+        signal: kit.mergeSignals(config.signal, exec.signal),
+        configurable: { ...config.configurable, [KEY_FIELD]: exec.key },
+      });
+      fresh = await kit.drain(await out, (part) => runManager?.handleToolEvent?.(part), 'return');
+      return fresh;
+    };
+    const mark = (value: unknown, replayed: boolean) => {
+      // The executor hands back a JSON round trip, no longer a ToolMessage or Command.
+      const command = (fresh as { lg_name?: unknown } | null)?.lg_name === 'Command';
+      if (!replayed && (isDirectToolOutput(fresh) || command)) return fresh;
+      if (pair && !(Array.isArray(value) && value.length === 2)) return value;
+      const [content, artifact] = pair ? (value as unknown[]) : [value];
+      const marked = kit.markOutput(content, replayed, adapter.markFresh);
+      if (!id) return marked; // as `call` does without a tool call: the content only
+      const { key, outcome } = result as IdempotentResult<unknown>;
+      return reply(id, toContent(marked), { key, replayed, outcome }, artifact);
+    };
+    const run = async ({ call, policy, args }: kit.PreparedCall<CallContext>) =>
+      (result = await adapter.executor.run(
+        call,
+        (_, exec) => execute(args, exec),
         policy as never,
-      );
-    } catch (error) {
-      const audience = audienceOf(error);
-      if (audience === 'developer' && toolCallId) onRefusal?.(toolCallId, error);
-      const shown = audience === 'model' ? errorForModel(error) : undefined;
-      if (shown === undefined || !toolCallId) throw error;
-      const key = (error as { key?: string }).key;
-      const meta = { key, replayed: false, outcome: 'error', error: shown.error } as const;
-      return reply(toolCallId, 'error', JSON.stringify(shown), meta);
+      ));
+    const outcome =
+      'prepared' in prepared
+        ? await kit.settleRun(adapter as kit.Adapter<never>, () => run(prepared.prepared), mark)
+        : prepared;
+    if ('output' in outcome) return outcome.output;
+    if ('error' in outcome) throw outcome.error;
+    if ('developer' in outcome) {
+      if (id) onRefusal?.(id, outcome.developer);
+      throw outcome.developer;
     }
-
-    const { value, replayed, key, outcome } = result;
-    // A ToolMessage or Command the tool built itself goes out as it is (the executor hands back
-    // its JSON round trip, which is no longer one; see the README's limits).
-    const command = (fresh as { lg_name?: unknown } | null)?.lg_name === 'Command';
-    if (!replayed && (isDirectToolOutput(fresh) || command)) return fresh;
-    if (pair && !(Array.isArray(value) && value.length === 2)) return value;
-    const [content, artifact] = pair ? (value as [unknown, unknown]) : [value, undefined];
-    const marked = markOutput(content, replayed, adapter.markFresh);
-    if (!toolCallId) return marked; // as `call` does without a tool call: the content only
-    return reply(toolCallId, 'success', toContent(marked), { key, replayed, outcome }, artifact);
-  };
-  wrapped._call = markWrapped(call);
+    const { cause } = outcome as { cause?: { key?: string } };
+    if (!id) throw cause ?? new Error(outcome.text);
+    const key = cause?.key;
+    const { error } = JSON.parse(outcome.text) as { error: string };
+    return reply(id, outcome.text, { key, replayed: false, outcome: 'error', error });
+  });
   return wrapped as unknown as T;
 }

@@ -63,6 +63,7 @@ export { errorOutcome, returnOrThrow } from './outcomes.js';
 export {
   type CallInput,
   type CallOutcome,
+  orThrow,
   type Prepared,
   type PreparedCall,
   prepareCall,
@@ -104,6 +105,12 @@ export {
   unboxOutput,
 } from './results.js';
 export { createRunnerStop, type RunnerStop } from './runner-stop.js';
+export {
+  createTaskAdapter,
+  type TaskAdapter,
+  type TaskSpec,
+  type TaskWrapOptions,
+} from './tasks.js';
 export { runToolCall, type ToolCall } from './tool-call.js';
 export {
   createToolListAdapter,
@@ -114,7 +121,14 @@ export {
   type ToolSetOptions,
   type ToolSetSpec,
 } from './tool-set.js';
-export { type MessageSource, readTranscript, type TranscriptReader } from './transcripts.js';
+export {
+  type MessageSource,
+  type RunMessageKind,
+  type RunReader,
+  readRuns,
+  readTranscript,
+  type TranscriptReader,
+} from './transcripts.js';
 export { userContent } from './turn-content.js';
 export {
   checkPerCall,

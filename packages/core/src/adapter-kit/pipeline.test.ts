@@ -1,8 +1,15 @@
 import { describe, expect, test } from 'vitest';
-import { ConfigurationError, DriftError } from '../errors/index.js';
+import { ConfigurationError, DriftError, InvalidInputError } from '../errors/index.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import { createAdapter } from './adapter.js';
-import { prepareCall, runPipeline, runPrepared, settleCall, settleRun } from './pipeline.js';
+import {
+  orThrow,
+  prepareCall,
+  runPipeline,
+  runPrepared,
+  settleCall,
+  settleRun,
+} from './pipeline.js';
 
 type Info = { chat?: string; args: unknown };
 
@@ -138,5 +145,47 @@ describe('prepareCall / runPrepared: one pipeline, one outcome', () => {
     expect(prepared).toMatchObject({ prepared: { policy: { businessKey: expect.any(Function) } } });
     expect(turns[0]).toMatchObject({ source: 'derived' });
     expect(runs).toBe(1);
+  });
+});
+
+describe('prepareCall: turnOf; orThrow for frameworks that throw every error', () => {
+  test('turnOf: the key is made of its turn id; a refusal in it is the developer error, nothing ran', async () => {
+    const a = adapter('chat-1');
+    const input = { toolName: 'charge', input: {}, info: (args: unknown) => ({ args }) };
+    const plain = orThrow(await prepareCall(a, input));
+    const placed = orThrow(
+      await prepareCall(a, { ...input, turnOf: (turn) => `${turn?.turnId}/step-2` }),
+    );
+    expect(placed.call.turnId).toBe(`${plain.call.turnId}/step-2`);
+    const refusal = new ConfigurationError({ option: 'turnId', message: 'the run finished' });
+    const refused = await prepareCall(a, {
+      ...input,
+      turnOf: async () => {
+        throw refusal;
+      },
+    });
+    expect(refused).toEqual({ developer: refusal });
+  });
+
+  test("prepareCall's model text keeps its error (runPipeline's drops it); orThrow throws what did not run", async () => {
+    const a = createAdapter<Info>(
+      { store: createMemoryStore(), turnId: 't', maxArgsBytes: 20 },
+      { caller: 'test', toolNames: ['charge'], howTo: 'turnId' },
+    );
+    const input = {
+      toolName: 'charge',
+      input: { note: 'x'.repeat(50) },
+      info: (args: unknown) => ({ args }),
+    };
+    const big = await prepareCall(a, input);
+    expect(big).toMatchObject({ text: expect.stringMatching(/invalid_input/) });
+    expect(() => orThrow(big)).toThrow(InvalidInputError);
+    expect(await runPipeline(a, input, () => 'ok')).toEqual({ text: expect.any(String) });
+    expect(() => orThrow({ text: 'bad' })).toThrow(InvalidInputError);
+    const boom = new Error('boom');
+    expect(() => orThrow({ error: boom })).toThrow(boom);
+    const config = new ConfigurationError({ option: 'x', message: 'Fix x.' });
+    expect(() => orThrow({ developer: config })).toThrow(config);
+    expect(orThrow({ output: 1 })).toBe(1);
   });
 });

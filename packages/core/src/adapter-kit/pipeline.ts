@@ -13,6 +13,7 @@
  * ```
  */
 
+import { InvalidInputError } from '../errors/index.js';
 import { NotAnOutcome } from '../executor/not-an-outcome.js';
 import type { Call, ExecutionContext, ToolPolicy } from '../executor.js';
 import type { Adapter } from './adapter.js';
@@ -119,6 +120,17 @@ export interface CallInput<Info> {
   policy?:
     | ((info: Info, turn: ResolvedTurn | undefined, policy: ToolPolicy | undefined) => ToolPolicy)
     | undefined;
+  /**
+   * The turn id the key is made of, from the resolved turn (undefined: none identifies it), for
+   * a framework that runs one turn's function many times (a LangGraph task: its place in the run).
+   * It may refuse (throw a `ConfigurationError`: nothing runs). @default the resolved turn's id
+   */
+  turnOf?:
+    | ((
+        turn: ResolvedTurn | undefined,
+        info: Info,
+      ) => string | undefined | Promise<string | undefined>)
+    | undefined;
 }
 
 /** A call ready to run: checked, identified, its key's args built. */
@@ -134,10 +146,13 @@ export interface PreparedCall<Info> {
   readonly info: Info;
 }
 
-/** `prepareCall`'s answer: the prepared call, or why nothing may run (`CallOutcome`'s text or developer). */
+/**
+ * `prepareCall`'s answer: the prepared call, or why nothing may run (`CallOutcome`'s text or
+ * developer); the model's text keeps the error it tells of, if any (`cause`).
+ */
 export type Prepared<Info> =
   | { prepared: PreparedCall<Info> }
-  | { text: string }
+  | { text: string; cause?: unknown }
   | { developer: unknown };
 
 /**
@@ -167,12 +182,17 @@ export async function prepareCall<Info>(
     const { turnId, scope, turn } = adapter.identify(info, toolName);
     const own = adapter.policy(toolName) as ToolPolicy | undefined;
     const policy = given.policy === undefined ? own : given.policy(info, turn, own);
-    const call = { toolName, turnId, scope, args: key };
+    const call: Call = {
+      toolName,
+      turnId: given.turnOf === undefined ? turnId : await given.turnOf(turn, info),
+      scope,
+      args: key,
+    };
     adapter.executor.keyOf(call, policy);
     return { prepared: { toolName, args, repeat, call, policy, info } };
   } catch (error) {
     if (audienceOf(error) === 'developer') return { developer: error };
-    return { text: errorText(error) ?? String(error) };
+    return { text: errorText(error) ?? String(error), cause: error };
   }
 }
 
@@ -202,7 +222,25 @@ export async function runPipeline<Info>(
   mark?: (value: unknown, replayed: boolean) => unknown,
 ): Promise<CallOutcome> {
   const prepared = await prepareCall(adapter, given);
+  if ('text' in prepared) return { text: prepared.text };
   if (!('prepared' in prepared)) return prepared;
   const call = prepared.prepared;
   return runPrepared(adapter, call, (args, context) => execute(args, context, call), mark);
+}
+
+/**
+ * The output of an outcome (or the call `prepareCall` prepared), else its error thrown: the
+ * developer's, the tool's own, the error the model's text tells of (its `cause`; a text without
+ * one as an `InvalidInputError` of the arguments). For a framework where every error is thrown
+ * (a workflow's task).
+ */
+export function orThrow<Info>(outcome: Prepared<Info>): PreparedCall<Info>;
+export function orThrow(outcome: CallOutcome | SettledRun): unknown;
+export function orThrow(outcome: CallOutcome | SettledRun | Prepared<unknown>): unknown {
+  if ('prepared' in outcome) return outcome.prepared;
+  if ('output' in outcome) return outcome.output;
+  if ('developer' in outcome) throw outcome.developer;
+  if ('error' in outcome) throw outcome.error;
+  const { cause } = outcome as { cause?: unknown };
+  throw cause ?? new InvalidInputError({ field: 'arguments', message: outcome.text });
 }

@@ -78,7 +78,7 @@ export interface ToolSetOptions<Name extends string, Policies> {
 export interface OneToolOptions<Policy> {
   /** The tool's policy. @default {} (the executor's defaults) */
   policy?: Policy;
-  /** Leave `execute` as it is and add the "not safe to retry" note. @default false */
+  /** Leave the tool unguarded (every call runs), with the "not safe to retry" note. @default false */
   unsafe?: boolean;
 }
 

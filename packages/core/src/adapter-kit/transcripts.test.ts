@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readTranscript, type TranscriptReader } from './transcripts.js';
+import { type RunReader, readRuns, readTranscript, type TranscriptReader } from './transcripts.js';
 
 type Message = { role: string; content?: unknown };
 const reader: TranscriptReader<Message> = {
@@ -41,5 +41,79 @@ describe('readTranscript', () => {
   it('no messages, no transcript; a message the reader leaves out is skipped', () => {
     expect(readTranscript(undefined, reader)).toBeUndefined();
     expect(readTranscript([{ role: 'x' }], { ...reader, from: () => undefined })).toEqual([]);
+  });
+});
+
+type RunMessage = {
+  kind: 'user' | 'prompt' | 'text' | 'calls' | 'result';
+  text?: string;
+  tool?: string;
+  error?: boolean;
+};
+const runs = (endsRun?: (toolName: string) => boolean | undefined): RunReader<RunMessage> => ({
+  kind: (m) => m.kind,
+  content: (m) => m.text,
+  calls: (m) => (m.tool === undefined ? [] : [{ id: m.tool, name: m.tool }]),
+  result: (m) => ({ callId: m.tool, error: m.error === true }),
+  endsRun,
+});
+const user = (text: string): RunMessage => ({ kind: 'user', text });
+const calls = (tool: string): RunMessage => ({ kind: 'calls', tool });
+const result = (tool: string, error = false): RunMessage => ({ kind: 'result', tool, error });
+
+describe('readRuns', () => {
+  it('a run that ends with the model text answered; one that ends with tool calls broke: it answers nothing', () => {
+    const answered = [user('hi'), calls('a'), result('a'), { kind: 'text' } as RunMessage];
+    expect(readRuns([{ kind: 'prompt' }, ...answered, user('hi')], runs())).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'answer' },
+      { role: 'answer' },
+      { role: 'answer' },
+      { role: 'user', content: 'hi' },
+    ]);
+    expect(
+      readRuns(
+        [user('hi'), calls('a'), user('hi')],
+        runs(() => false),
+      ),
+    ).toEqual([
+      { role: 'user', content: 'hi' },
+      { role: 'user', content: 'hi' },
+    ]);
+  });
+
+  it('a run that ends with a tool result: answered by a tool that ends runs, broken by another, partial when unknown', () => {
+    const thread = (...run: RunMessage[]) => [user('hi'), ...run];
+    expect(
+      readRuns(
+        thread(calls('send'), result('send')),
+        runs((t) => t === 'send'),
+      ),
+    ).toEqual([{ role: 'user', content: 'hi' }, { role: 'answer' }, { role: 'answer' }]);
+    expect(
+      readRuns(
+        thread(calls('send'), result('send')),
+        runs(() => false),
+      ),
+    ).toEqual([{ role: 'user', content: 'hi' }]);
+    // An error result is handed back to the model: it does not end the run.
+    expect(
+      readRuns(
+        thread(calls('send'), result('send', true)),
+        runs(() => true),
+      ),
+    ).toEqual([{ role: 'user', content: 'hi' }]);
+    const partial = [
+      { role: 'user', content: 'hi' },
+      { role: 'answer', partial: true },
+      { role: 'answer', partial: true },
+    ];
+    expect(
+      readRuns(
+        thread(calls('x'), result('x')),
+        runs(() => undefined),
+      ),
+    ).toEqual(partial);
+    expect(readRuns(thread(calls('x'), result('x')), runs())).toEqual(partial);
   });
 });

@@ -72,3 +72,90 @@ export function readTranscript<Message>(
   }
   return entries;
 }
+
+/** What one message of a history kept as runs is (`readRuns`). */
+export type RunMessageKind = 'user' | 'prompt' | 'text' | 'calls' | 'result';
+
+/** How an adapter reads a history kept as runs (a LangGraph thread's messages). */
+export interface RunReader<Message> {
+  /**
+   * What the message is: the user's, a prompt (system, developer), the model's text, the model's
+   * tool calls, a tool's result; undefined leaves it out (a message that deletes another).
+   */
+  kind(message: Message): RunMessageKind | undefined;
+  /** The content of a user message, as the framework holds it. */
+  content(message: Message): unknown;
+  /** The tool calls of a `calls` message: their ids and tools' names. */
+  calls(message: Message): ReadonlyArray<{ id?: unknown; name?: unknown }>;
+  /** A `result` message: the id of the call it answers, its tool's name if it says, an error or not. */
+  result(message: Message): { callId?: unknown; name?: unknown; error: boolean };
+  /**
+   * Whether a successful result of the tool ends the run (the framework answers with it, as
+   * LangChain's `returnDirect`); undefined when the tool is not known. Without it, a run that does
+   * not end with the model's text cannot be told from a broken one (see `readRuns`). @default none
+   */
+  endsRun?: ((toolName: string) => boolean | undefined) | undefined;
+}
+
+/**
+ * The transcript of a history kept as runs, which may keep what a broken run stored (a run: the
+ * messages after a user message, up to the next one). A run answered its user message when it
+ * ends with the model's text, or with the successful result of a tool that ends runs
+ * (`endsRun`); a run that ends with tool calls, or with other tools' results, broke before the
+ * model answered (it would have been called next): it answers nothing, so the user's message sent
+ * again is the same turn. A run that may be either (no `endsRun`, a tool it does not know) is
+ * `partial`: a repeat of the same words after it is refused.
+ */
+export function readRuns<Message>(
+  messages: readonly Message[],
+  reader: RunReader<Message>,
+): TranscriptEntry[] | undefined {
+  const kinds = messages.map((message) => reader.kind(message));
+  const from: Array<MessageSource | undefined> = [];
+  let start = 0;
+  for (let i = 0; i <= messages.length; i++) {
+    if (i < messages.length && kinds[i] !== 'user') continue;
+    const run = kinds.slice(start, i);
+    const answered = runAnswered(messages.slice(start, i), run, reader);
+    for (const kind of run) {
+      if (kind === undefined || kind === 'prompt' || kind === 'user') from.push(kind);
+      else if (answered === 'yes') from.push(kind === 'result' ? 'tool' : 'model');
+      else from.push(answered === 'unsure' ? 'partial' : undefined);
+    }
+    if (i < messages.length) from.push('user');
+    start = i + 1;
+  }
+  return readTranscript(
+    messages.map((message, i) => ({ message, from: from[i] })),
+    { from: (entry) => entry.from, content: (entry) => reader.content(entry.message) },
+  );
+}
+
+/** Whether one run (`readRuns`) answered its user message. */
+function runAnswered<Message>(
+  run: readonly Message[],
+  kinds: ReadonlyArray<RunMessageKind | undefined>,
+  reader: RunReader<Message>,
+): 'yes' | 'no' | 'unsure' {
+  const last = kinds.findLast((kind) => kind === 'text' || kind === 'calls' || kind === 'result');
+  if (last === undefined || last === 'text') return 'yes';
+  const { endsRun } = reader;
+  if (endsRun === undefined) return 'unsure';
+  const names = new Map<unknown, unknown>();
+  for (const [i, message] of run.entries()) {
+    if (kinds[i] !== 'calls') continue;
+    for (const call of reader.calls(message)) names.set(call.id, call.name);
+  }
+  const lastCalls = kinds.lastIndexOf('calls');
+  let answered: 'no' | 'unsure' = 'no';
+  for (const [i, message] of run.entries()) {
+    if (i < lastCalls || kinds[i] !== 'result') continue;
+    const result = reader.result(message);
+    if (result.error) continue; // the framework hands an error back to the model
+    const name = result.name ?? names.get(result.callId);
+    const direct = typeof name === 'string' ? endsRun(name) : undefined;
+    if (direct === true) return 'yes';
+    if (direct === undefined) answered = 'unsure';
+  }
+  return answered;
+}

@@ -310,3 +310,83 @@ describe('bound approvals for adapters: approveCall, recordAsked, checkAsked', (
     expect(refunds).toEqual(['1']);
   });
 });
+
+describe('bound approvals for a run that stops to ask: decideAsked, askInRun', () => {
+  const charge = (amount: number) => ({ toolName: 'charge', turnId: 't1', args: { amount } });
+  const setupAsk = () => createApprovals(createIdempotency({ store: createMemoryStore() }));
+  const stop = new Error('stop the run');
+
+  test('decideAsked: only a call asked under the ref is decided; another approval key is refused; the first decision stands', async () => {
+    const approvals = setupAsk();
+    const { key } = await approvals.requestApproval(charge(5));
+    const approve = { approvalKey: key, status: 'approved' as const, by: 'alice' };
+    const early = await approvals.decideAsked(charge(5), approve, 'q0').catch((e: unknown) => e);
+    expect(InvalidInputError.isInstance(early) && early.field === 'args').toBe(true);
+    expect((early as Error).message).toMatch(/came before this call was asked for.*nothing ran/);
+    expect(await approvals.getApproval(key)).toMatchObject({ status: 'pending' });
+    await approvals.recordAsked(charge(5), 'q0');
+    const other = await approvals.requestApproval(charge(7));
+    const wrong = { ...approve, approvalKey: other.key };
+    await expect(approvals.decideAsked(charge(5), wrong, 'q0')).rejects.toSatisfy(
+      DriftError.isInstance,
+    );
+    expect(await approvals.decideAsked(charge(5), approve, 'q0')).toMatchObject({
+      status: 'approved',
+      by: 'alice',
+    });
+    const reject = { ...approve, status: 'rejected' as const, by: 'bob' };
+    expect(await approvals.decideAsked(charge(5), reject, 'q0')).toMatchObject({
+      status: 'approved',
+      by: 'alice',
+    });
+  });
+
+  test('askInRun: the stop is recorded; the resumed answer decides; an answer that is no decision asks again with why; decided already: not asked', async () => {
+    const approvals = setupAsk();
+    let answers: unknown[] = [];
+    const asked: Array<string | undefined> = [];
+    const run = {
+      ask: ({ refused }: { approvalKey: string; refused: string | undefined }) => {
+        asked.push(refused);
+        if (asked.length > answers.length) throw stop;
+        return answers[asked.length - 1];
+      },
+      stops: (error: unknown) => error === stop,
+      decisionOf: (answer: unknown, approvalKey: string) =>
+        answer === 'yes'
+          ? { approvalKey, status: 'approved' as const, by: 'alice' }
+          : 'not a decision',
+    };
+    await expect(approvals.askInRun(charge(5), run)).rejects.toBe(stop);
+    // Resumed: the answers come back in order on every resume.
+    answers = ['maybe'];
+    asked.length = 0;
+    await expect(approvals.askInRun(charge(5), run)).rejects.toBe(stop);
+    expect(asked).toEqual([undefined, 'not a decision']);
+    answers = ['maybe', 'yes'];
+    asked.length = 0;
+    expect(await approvals.askInRun(charge(5), run)).toMatchObject({ status: 'approved' });
+    asked.length = 0;
+    expect(await approvals.askInRun(charge(5), run)).toMatchObject({ status: 'approved' });
+    expect(asked).toEqual([]);
+  });
+
+  test('askInRun: an answer that reaches a question never put (made up before the run stopped) decides nothing', async () => {
+    const approvals = setupAsk();
+    const run = {
+      ask: ({ approvalKey, refused }: { approvalKey: string; refused: string | undefined }) => {
+        if (refused !== undefined) throw stop;
+        return { approvalKey };
+      },
+      stops: (error: unknown) => error === stop,
+      decisionOf: (answer: unknown) => ({
+        ...(answer as { approvalKey: string }),
+        status: 'approved' as const,
+        by: 'mallory',
+      }),
+    };
+    await expect(approvals.askInRun(charge(5), run)).rejects.toBe(stop);
+    const { key } = await approvals.requestApproval(charge(5));
+    expect(await approvals.getApproval(key)).toMatchObject({ status: 'pending' });
+  });
+});

@@ -113,6 +113,28 @@ export type AskApproval = (asking: {
   request: () => Promise<Approval>;
 }) => Promise<ApprovalAnswer>;
 
+/** A decision of the human on one approval (`decideAsked`). */
+export interface AskedDecision extends Decider {
+  /** The approval it decides (the key the human was shown). */
+  approvalKey: string;
+  status: 'approved' | 'rejected';
+  reason?: string | undefined;
+}
+
+/** How a run that stops to ask the human (`askInRun`: a LangGraph interrupt) asks. */
+export interface RunAsk {
+  /**
+   * Put the request to the human: throws to stop the run there (`stops`), or returns the answer
+   * the run was resumed with (the answers come back in order on every resume). Asked again, with
+   * `refused` saying why, after an answer that was not taken.
+   */
+  ask(request: { approvalKey: string; refused: string | undefined }): unknown;
+  /** Whether an error `ask` threw stops the run to wait for the human. */
+  stops(error: unknown): boolean;
+  /** The decision in an answer, or why it is none (shown to the human as `refused`). */
+  decisionOf(answer: unknown, approvalKey: string): AskedDecision | string;
+}
+
 export interface Approvals {
   /** The approval key of a call (derives the call's key; touches no store). */
   keyOf<Args>(call: Call<Args>, policy?: RequestApprovalOptions<Args>['policy']): string;
@@ -200,6 +222,34 @@ export interface Approvals {
     ref: string,
     policy?: RequestApprovalOptions<Args>['policy'],
   ): Promise<void>;
+  /**
+   * A decision the human sent back for a call its run stopped to ask about (`recordAsked` under
+   * `ref` when it stopped: a LangGraph interrupt), bound to the exact call: stored when it is this
+   * call's and the call was asked under `ref`, the first decision standing (a conflict returns the
+   * decision taken first). Nothing is decided, and the error's message says why for the human,
+   * when the decision is of another approval (`DriftError`: of this call with other arguments;
+   * `InvalidInputError` field `approvalKey`) or the call was never asked under `ref`
+   * (`InvalidInputError` field `args`).
+   */
+  decideAsked<Args>(
+    call: Call<Args>,
+    decision: AskedDecision,
+    ref: string,
+    policy?: RequestApprovalOptions<Args>['policy'],
+  ): Promise<Approval>;
+  /**
+   * The decision on this exact call in a run that stops to ask the human and is resumed with
+   * the answer (a LangGraph interrupt): requested first (a decision already taken is returned
+   * without asking), then `run.ask`ed until an answer is a decision of this call, each stop
+   * recorded (`recordAsked`) so that only an answer to a question put to the human decides
+   * (`decideAsked`); an answer that is not taken asks again, with `refused` saying why.
+   * @throws what `ask` throws to stop the run (after recording it)
+   */
+  askInRun<Args>(
+    call: Call<Args>,
+    run: RunAsk,
+    policy?: RequestApprovalOptions<Args>['policy'],
+  ): Promise<Approval>;
 }
 
 /** What the request record's outcome holds. */
@@ -551,6 +601,49 @@ export function createApprovals(
     return approvalOf(key, record, request, decision);
   }
 
+  /** The refusal of an approval key that is not the call's (`DriftError`: other arguments). */
+  async function foreign<Args>(
+    call: Call<Args>,
+    approvalKey: string,
+    callKey: string,
+    fingerprint: string,
+  ): Promise<Error> {
+    const other = await getApproval(approvalKey);
+    const sameCall =
+      other !== undefined &&
+      other.toolName === call.toolName &&
+      other.scope === call.scope &&
+      other.turnId === call.turnId;
+    if (sameCall) {
+      return new DriftError({
+        key: callKey,
+        toolName: call.toolName,
+        storedFingerprint: other.fingerprint,
+        fingerprint,
+        message: `The approval ${approvalKey} was given for other arguments of ${call.toolName}: it does not authorise these. Nothing ran. Ask for an approval of these arguments.`,
+      });
+    }
+    return new InvalidInputError({
+      field: 'approvalKey',
+      message: `The approval ${approvalKey} is not an approval of this call of ${String(call.toolName)} (another tool, scope or turn, or it expired). Nothing ran.`,
+    });
+  }
+
+  /** Decide a pending approval; decided the other way first, that decision stands. */
+  async function standing(
+    key: string,
+    status: 'approved' | 'rejected',
+    decider: Decider & { reason?: string | undefined },
+  ): Promise<Approval> {
+    try {
+      return await decide(key, status, decider);
+    } catch (error) {
+      const stands = ApprovalConflictError.isInstance(error) ? await getApproval(key) : undefined;
+      if (stands === undefined) throw error;
+      return stands;
+    }
+  }
+
   async function run<Args, Result>(
     call: Call<Args>,
     fn: ToolFunction<Args, Result>,
@@ -559,25 +652,7 @@ export function createApprovals(
   ): Promise<IdempotentResult<Result> & { approval: Approval }> {
     const { key, callKey, fingerprint } = identify(call, policy);
     if (runOptions.approvalKey !== undefined && runOptions.approvalKey !== key) {
-      const other = await getApproval(runOptions.approvalKey);
-      const sameCall =
-        other !== undefined &&
-        other.toolName === call.toolName &&
-        other.scope === call.scope &&
-        other.turnId === call.turnId;
-      if (sameCall) {
-        throw new DriftError({
-          key: callKey,
-          toolName: call.toolName,
-          storedFingerprint: other.fingerprint,
-          fingerprint,
-          message: `The approval ${runOptions.approvalKey} was given for other arguments of ${call.toolName}: it does not authorise these. Nothing ran. Ask for an approval of these arguments.`,
-        });
-      }
-      throw new InvalidInputError({
-        field: 'approvalKey',
-        message: `The approval ${runOptions.approvalKey} is not an approval of this call of ${String(call.toolName)} (another tool, scope or turn, or it expired). Nothing ran.`,
-      });
+      throw await foreign(call, runOptions.approvalKey, callKey, fingerprint);
     }
     const approval =
       (await getApproval(key)) ?? (await requestApproval(call, { policy: policy ?? {} }));
@@ -622,12 +697,8 @@ export function createApprovals(
     const { by, ...request } = options;
     const requested = await requestApproval(call, request);
     let approval = requested;
-    if (requested.status === 'pending') {
-      approval = await decide(requested.key, 'approved', { by }).catch(async (error: unknown) => {
-        if (!ApprovalConflictError.isInstance(error)) throw error;
-        return (await getApproval(requested.key)) ?? requested;
-      });
-    }
+    if (requested.status === 'pending')
+      approval = await standing(requested.key, 'approved', { by });
     if (approval.status === 'rejected') throw new ApprovalRejectedError({ approval });
     return approval;
   }
@@ -703,6 +774,61 @@ export function createApprovals(
     }
   }
 
+  async function decideAsked<Args>(
+    call: Call<Args>,
+    decision: AskedDecision,
+    ref: string,
+    policy?: RequestApprovalOptions<Args>['policy'],
+  ): Promise<Approval> {
+    const { key, callKey, fingerprint } = identify(call, policy);
+    if (decision.approvalKey !== key) {
+      throw await foreign(call, decision.approvalKey, callKey, fingerprint);
+    }
+    try {
+      await checkAsked(call, ref, policy);
+    } catch (error) {
+      if (!InvalidInputError.isInstance(error) || error.field !== 'args') throw error;
+      throw new InvalidInputError({
+        field: 'args',
+        message: `The decision on ${call.toolName} came before this call was asked for (nothing asked for it as ${ref}): nothing ran and nothing was decided. Decide when it is asked, with the approval key it is asked with.`,
+      });
+    }
+    return standing(key, decision.status, decision);
+  }
+
+  async function askInRun<Args>(
+    call: Call<Args>,
+    run: RunAsk,
+    policy?: RequestApprovalOptions<Args>['policy'],
+  ): Promise<Approval> {
+    let approval = await requestApproval(call, { policy });
+    let refused: string | undefined;
+    for (let index = 0; approval.status === 'pending'; index++) {
+      const ref = `${approval.key}#${index}`;
+      let answer: unknown;
+      try {
+        answer = await run.ask({ approvalKey: approval.key, refused });
+      } catch (error) {
+        // The run stops here: the request is put to the human; remember that it was.
+        if (run.stops(error)) await recordAsked(call, ref, policy);
+        throw error;
+      }
+      const decision = run.decisionOf(answer, approval.key);
+      if (typeof decision === 'string') {
+        refused = decision;
+        continue;
+      }
+      try {
+        approval = await decideAsked(call, decision, ref, policy);
+      } catch (error) {
+        // Not this call's decision, or an answer made up before the call was asked for.
+        if (!DriftError.isInstance(error) && !InvalidInputError.isInstance(error)) throw error;
+        refused = error.message;
+      }
+    }
+    return approval;
+  }
+
   return {
     keyOf: (call, policy) => identify(call, policy).key,
     requestApproval,
@@ -714,5 +840,7 @@ export function createApprovals(
     approveCall,
     recordAsked,
     checkAsked,
+    decideAsked,
+    askInRun,
   };
 }
