@@ -11,6 +11,7 @@ import {
   checkWholeNumber,
   cursorId,
   cursorKey,
+  filterColumns,
   InFlight,
   pageOf,
   recordFromRow,
@@ -118,6 +119,14 @@ describe('store-kit: SQL rows', () => {
     expect(recordRowProblem({ ...row, completed_at: 1.5 }, isTime)).toMatch(/completion time/);
     expect(recordRowProblem({ ...row, outcome: null }, isTime)).toMatch(/without its outcome/);
     expect(recordRowProblem({ ...row, scope: 3 }, isTime)).toMatch(/meta that is not text/);
+  });
+
+  test('filterColumns: the meta columns a filter sets', () => {
+    expect(filterColumns({})).toEqual([]);
+    expect(filterColumns({ scope: 's', toolName: 't' })).toEqual([
+      ['tool_name', 't'],
+      ['scope', 's'],
+    ]);
   });
 
   test('statsFromRow reads the counts', () => {

@@ -19,7 +19,7 @@ import { type BatchedSink, createBatchedSink } from './batched-sink.js';
 import { InvalidInputError, StoreUnavailableError } from './errors/index.js';
 import type { EventHandler, IdempotencyEvent } from './events.js';
 import { decodeCursor, encodeCursor } from './inspection.js';
-import type { IdempotencyRecord, RecordMeta, StoreStats } from './store.js';
+import type { IdempotencyRecord, RecordMeta, StatsFilter, StoreStats } from './store.js';
 
 // ---- options ----
 
@@ -171,6 +171,17 @@ export function recordFromRow(row: RecordRow): IdempotencyRecord {
   if (row.turn_id != null) meta.turnId = row.turn_id as string;
   if (Object.keys(meta).length > 0) record.meta = meta;
   return record;
+}
+
+/** The meta columns a `list` / `stats` filter sets, with their values, in a fixed order. */
+export function filterColumns(
+  filter: StatsFilter,
+): Array<['tool_name' | 'turn_id' | 'scope', string]> {
+  const columns: Array<['tool_name' | 'turn_id' | 'scope', string]> = [];
+  if (filter.toolName !== undefined) columns.push(['tool_name', filter.toolName]);
+  if (filter.turnId !== undefined) columns.push(['turn_id', filter.turnId]);
+  if (filter.scope !== undefined) columns.push(['scope', filter.scope]);
+  return columns;
 }
 
 /** `StoreStats` taken at `at` from a row of counts: `records`, `in_progress`, `stale`, ... */

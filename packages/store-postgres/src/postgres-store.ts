@@ -25,6 +25,7 @@ import {
 import {
   checkWholeNumber,
   cursorKey,
+  filterColumns,
   InFlight,
   pageOf,
   recordFromRow,
@@ -268,12 +269,7 @@ function inspectionWhere(
 } {
   const where = ['r.expires_at > clock.ms'];
   const values: unknown[] = [];
-  for (const [column, value] of [
-    ['tool_name', filter.toolName],
-    ['turn_id', filter.turnId],
-    ['scope', filter.scope],
-  ] as const) {
-    if (value === undefined) continue;
+  for (const [column, value] of filterColumns(filter)) {
     values.push(storable(value, lossyBom) ? value : '');
     where.push(`r.${column} = $${values.length}`);
   }

@@ -26,6 +26,7 @@ import {
   checkOneOf,
   checkWholeNumber,
   cursorKey,
+  filterColumns,
   pageOf,
   recordFromRow,
   recordRowProblem,
@@ -170,12 +171,7 @@ function whereClause(
 ): { where: string[]; params: SqlValue[] } {
   const where = ['expires_at > ?'];
   const params: SqlValue[] = [now];
-  for (const [column, value] of [
-    ['tool_name', filter.toolName],
-    ['turn_id', filter.turnId],
-    ['scope', filter.scope],
-  ] as const) {
-    if (value === undefined) continue;
+  for (const [column, value] of filterColumns(filter)) {
     where.push(`${column} = ?`);
     params.push(value);
   }
