@@ -166,21 +166,14 @@ describe('store-kit: pages', () => {
   });
 });
 
+/** An event of a call that ended at `i`; with `operator`, an operator's settlement. */
 function event(i: number, operator?: IdempotencyEvent['operator']): IdempotencyEvent {
-  return {
-    key: `k${i}`,
-    toolName: 't',
-    scope: undefined,
-    turnId: 'x',
-    outcome: operator === undefined ? 'executed' : 'settled',
-    store: 'memory',
-    startedAt: i,
-    endedAt: i,
-    durationMs: 0,
-    argsFingerprint: 'fp',
-    argsBytes: 2,
-    ...(operator === undefined ? {} : { operator }),
-  };
+  const call = { key: `k${i}`, toolName: 't', scope: undefined, turnId: 'x', store: 'memory' };
+  const times = { startedAt: i, endedAt: i, durationMs: 0 };
+  const args = { argsFingerprint: 'fp', argsBytes: 2 };
+  return operator === undefined
+    ? { ...call, ...times, ...args, outcome: 'executed' }
+    : { ...call, ...times, ...args, outcome: 'settled', operator };
 }
 
 /** A log that keeps its batches in memory, a table without an operator column. */
