@@ -36,6 +36,7 @@ import {
   type TakeoverInput,
   withDeadline,
 } from '@idempotent-tools/core';
+import { checkClock, checkWholeNumber } from '@idempotent-tools/core/store-kit';
 import {
   A,
   copyMeta,
@@ -99,6 +100,16 @@ export interface DynamoDbStoreOptions {
 const MAX_OUTCOME_BYTES = 400 * 1024 - 8 * 1024;
 const TABLE_NAME = /^[a-zA-Z0-9_.-]{3,255}$/;
 const FIRST_POLL_MS = 20;
+/** The attributes a write of a running record's lease (takeover, renew) names. */
+const LEASE_ATTRIBUTES = [
+  'token',
+  'state',
+  'expires',
+  'lease',
+  'keepMs',
+  'keepSeconds',
+  'ttl',
+] as const;
 /** Claims that found the record gone between the write and the read, before giving up. */
 const CLAIM_ATTEMPTS = 8;
 
@@ -150,7 +161,7 @@ export class DynamoDbStore implements IdempotencyStore {
           "createDynamoDbStore takes an options object: createDynamoDbStore({ client: new DynamoDBClient({}), tableName: 'idempotency' }).",
       });
     }
-    const { client, tableName, prefix = '', now = Date.now, maxPollMs = 500 } = options;
+    const { client, tableName, prefix = '', maxPollMs = 500 } = options;
     if (client == null || typeof (client as { send?: unknown }).send !== 'function') {
       throw new InvalidInputError({
         field: 'client',
@@ -175,18 +186,8 @@ export class DynamoDbStore implements IdempotencyStore {
         message: `prefix must be a string of at most 100 characters without # (the store puts # between prefix and key), got ${JSON.stringify(prefix)}.`,
       });
     }
-    if (typeof now !== 'function') {
-      throw new InvalidInputError({
-        field: 'now',
-        message: 'now must be a function returning ms since the epoch (default Date.now).',
-      });
-    }
-    if (!Number.isInteger(maxPollMs) || maxPollMs < 1) {
-      throw new InvalidInputError({
-        field: 'maxPollMs',
-        message: `maxPollMs must be a positive whole number of milliseconds, got ${String(maxPollMs)}.`,
-      });
-    }
+    const now = checkClock(options.now);
+    checkWholeNumber('maxPollMs', maxPollMs, 1);
     const timeoutMs = checkStoreTimeout('createDynamoDbStore', options.timeoutMs);
     // Every request of the store, bounded by its deadline: the late reply is dropped and the
     // request aborted (the SDK stops retrying it).
@@ -303,51 +304,39 @@ export class DynamoDbStore implements IdempotencyStore {
     }
     const now = this.#now();
     const expiresAt = now + ttlMs;
-    try {
-      await this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.tableName,
-          Key: { [A.id]: S(this.#id(key)) },
-          ConditionExpression: '#token = :token AND #state = :running AND #expires > :now',
-          UpdateExpression:
-            'SET #state = :state, #outcome = :outcome, #outcomeBytes = :bytes, #completed = :now, #expires = :expires, #ttl = :ttl REMOVE #keepMs, #keepSeconds',
-          ExpressionAttributeNames: names(
-            'token',
-            'state',
-            'expires',
-            'outcome',
-            'outcomeBytes',
-            'completed',
-            'ttl',
-            'keepMs',
-            'keepSeconds',
-          ),
-          ExpressionAttributeValues: {
-            ':token': S(token),
-            ':running': S('in_progress'),
-            ':now': N(now),
-            ':state': S(state),
-            ':outcome': S(outcome),
-            ':bytes': N(outcomeBytes),
-            ':expires': N(expiresAt),
-            ':ttl': N(ttlSeconds(expiresAt)),
-          },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return true;
-    } catch (error) {
-      // Sent again (its reply was lost): the record is finished by this token, as asked.
-      const found = await this.#heldItem('complete', key, error);
-      const record = this.#tryDecode(key, found);
-      return (
-        record !== undefined &&
-        record.token === token &&
-        record.state === state &&
-        record.outcome === outcome &&
-        record.expiresAt > now
-      );
-    }
+    const update = {
+      ConditionExpression: '#token = :token AND #state = :running AND #expires > :now',
+      UpdateExpression:
+        'SET #state = :state, #outcome = :outcome, #outcomeBytes = :bytes, #completed = :now, #expires = :expires, #ttl = :ttl REMOVE #keepMs, #keepSeconds',
+      ExpressionAttributeNames: names(
+        'token',
+        'state',
+        'expires',
+        'outcome',
+        'outcomeBytes',
+        'completed',
+        'ttl',
+        'keepMs',
+        'keepSeconds',
+      ),
+      ExpressionAttributeValues: {
+        ':token': S(token),
+        ':running': S('in_progress'),
+        ':now': N(now),
+        ':state': S(state),
+        ':outcome': S(outcome),
+        ':bytes': N(outcomeBytes),
+        ':expires': N(expiresAt),
+        ':ttl': N(ttlSeconds(expiresAt)),
+      },
+    };
+    // Sent again (its reply was lost): the record is finished by this token, as asked.
+    const done = (record: IdempotencyRecord) =>
+      record.token === token &&
+      record.state === state &&
+      record.outcome === outcome &&
+      record.expiresAt > now;
+    return this.#fencedUpdate('complete', key, update, done);
   }
 
   async release(key: string, token: string): Promise<boolean> {
@@ -386,51 +375,31 @@ export class DynamoDbStore implements IdempotencyStore {
     const leaseExpiresAt = now + leaseMs;
     const expiresAt = now + Math.max(ttlMs, leaseMs);
     const keepMs = expiresAt - leaseExpiresAt;
-    try {
-      await this.#client.send(
-        new UpdateItemCommand({
-          TableName: this.tableName,
-          Key: { [A.id]: S(this.#id(key)) },
-          ConditionExpression:
-            '#token = :stale AND #state = :running AND #expires > :now AND #lease <= :now',
-          UpdateExpression:
-            'SET #token = :token, #lease = :lease, #expires = :expires, #keepMs = :keepMs, #keepSeconds = :keepSeconds, #ttl = :ttl',
-          ExpressionAttributeNames: names(
-            'token',
-            'state',
-            'expires',
-            'lease',
-            'keepMs',
-            'keepSeconds',
-            'ttl',
-          ),
-          ExpressionAttributeValues: {
-            ':stale': S(staleToken),
-            ':running': S('in_progress'),
-            ':now': N(now),
-            ':token': S(token),
-            ':lease': N(leaseExpiresAt),
-            ':expires': N(expiresAt),
-            ':keepMs': N(keepMs),
-            ':keepSeconds': N(Math.ceil(keepMs / 1000)),
-            ':ttl': N(ttlSeconds(expiresAt)),
-          },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return true;
-    } catch (error) {
-      // Sent again by the new owner (its reply was lost): the record is running under `token`.
-      const found = await this.#heldItem('takeover', key, error);
-      const record = this.#tryDecode(key, found);
-      return (
-        record !== undefined &&
-        record.state === 'in_progress' &&
-        record.token === token &&
-        token !== staleToken &&
-        record.expiresAt > now
-      );
-    }
+    const update = {
+      ConditionExpression:
+        '#token = :stale AND #state = :running AND #expires > :now AND #lease <= :now',
+      UpdateExpression:
+        'SET #token = :token, #lease = :lease, #expires = :expires, #keepMs = :keepMs, #keepSeconds = :keepSeconds, #ttl = :ttl',
+      ExpressionAttributeNames: names(...LEASE_ATTRIBUTES),
+      ExpressionAttributeValues: {
+        ':stale': S(staleToken),
+        ':running': S('in_progress'),
+        ':now': N(now),
+        ':token': S(token),
+        ':lease': N(leaseExpiresAt),
+        ':expires': N(expiresAt),
+        ':keepMs': N(keepMs),
+        ':keepSeconds': N(Math.ceil(keepMs / 1000)),
+        ':ttl': N(ttlSeconds(expiresAt)),
+      },
+    };
+    // Sent again by the new owner (its reply was lost): the record is running under `token`.
+    const taken = (record: IdempotencyRecord) =>
+      record.state === 'in_progress' &&
+      record.token === token &&
+      token !== staleToken &&
+      record.expiresAt > now;
+    return this.#fencedUpdate('takeover', key, update, taken);
   }
 
   async get(key: string): Promise<IdempotencyRecord | undefined> {
@@ -590,15 +559,7 @@ export class DynamoDbStore implements IdempotencyStore {
     };
     let condition =
       '#token = :token AND #state = :running AND #expires > :now AND attribute_exists(#keepMs) AND attribute_exists(#keepSeconds)';
-    const attributeNames = names(
-      'token',
-      'state',
-      'expires',
-      'lease',
-      'keepMs',
-      'keepSeconds',
-      'ttl',
-    );
+    const attributeNames = names(...LEASE_ATTRIBUTES);
     if (fingerprint !== undefined) {
       // The own-token claim: only if nobody renewed it meanwhile, same args.
       condition += ' AND #fingerprint = :fingerprint AND #lease <= :now';
@@ -622,6 +583,39 @@ export class DynamoDbStore implements IdempotencyStore {
     } catch (error) {
       if (isConditionFailure(error)) return undefined;
       throw this.#fail(fingerprint === undefined ? 'renew' : 'claim', key, error);
+    }
+  }
+
+  /**
+   * A conditional `UpdateItem` of `key`'s record: true when its condition held; when it failed,
+   * whether the record as it stands is what this update made it (`again`: the update was sent
+   * again, its reply lost).
+   */
+  async #fencedUpdate(
+    what: string,
+    key: string,
+    update: Pick<
+      ConstructorParameters<typeof UpdateItemCommand>[0],
+      | 'ConditionExpression'
+      | 'UpdateExpression'
+      | 'ExpressionAttributeNames'
+      | 'ExpressionAttributeValues'
+    >,
+    again: (record: IdempotencyRecord) => boolean,
+  ): Promise<boolean> {
+    try {
+      await this.#client.send(
+        new UpdateItemCommand({
+          TableName: this.tableName,
+          Key: { [A.id]: S(this.#id(key)) },
+          ...update,
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      const record = this.#tryDecode(key, await this.#heldItem(what, key, error));
+      return record !== undefined && again(record);
     }
   }
 

@@ -1,32 +1,38 @@
-import { createHash } from 'node:crypto';
 import {
   AUDIT_COLUMNS,
-  type AuditLog,
   type AuditPage,
   type AuditQuery,
   type AuditRow,
   type AuditStats,
   type AuditStatsFilter,
-  auditEntryFromRow,
   auditOperatorJson,
   auditRowValues,
-  auditStatsFrom,
   checkAuditQuery,
   checkAuditStatsFilter,
-  createBatchedSink,
-  DEFAULT_AUDIT_RETENTION_MS,
-  decodeCursor,
-  encodeCursor,
   type IdempotencyEvent,
   InvalidInputError,
   reasonOf,
   StoreUnavailableError,
 } from '@idempotent-tools/core';
+import {
+  BatchedAuditLog,
+  type BatchedAuditLogOptions,
+  cursorId,
+} from '@idempotent-tools/core/store-kit';
 import type { Driver, DriverResult } from './driver.js';
 import { type PostgresClient, resolveDriver } from './resolve-driver.js';
-import { checkIdentifier, DEFAULT_SCHEMA, quoteIdent } from './schema.js';
+import {
+  advisoryLockKey,
+  checkIdentifier,
+  createSchemaSql,
+  DEFAULT_SCHEMA,
+  indexName,
+  isMissingTable,
+  quoteIdent,
+  runLockedDdl,
+} from './schema.js';
 
-export interface PostgresAuditLogOptions {
+export interface PostgresAuditLogOptions extends BatchedAuditLogOptions {
   /**
    * Schema of the table: `/^[a-z_][a-z0-9_]{0,62}$/`, always quoted.
    * @default 'public'
@@ -37,28 +43,12 @@ export interface PostgresAuditLogOptions {
    * @default 'idempotency_audit'
    */
   table?: string;
-  /**
-   * How long events are kept, in ms: older ones are invisible and deleted in bounded batches as
-   * new events are written (and by `purgeExpired`).
-   * @default 604800000 (7 days)
-   */
-  retentionMs?: number;
   /** Most events per insert (one `INSERT ... SELECT FROM unnest(...)`). @default 100 */
   batchSize?: number;
-  /** Longest an event waits before it is written, in ms. @default 1000 */
-  flushIntervalMs?: number;
-  /** Most events held while writes lag; more are dropped and counted. @default 10000 */
-  maxBuffered?: number;
-  /** Told about every failed write (the events are dropped). @default ignore */
-  onError?: (error: unknown, events: IdempotencyEvent[]) => void;
-  /** The clock for the retention, in ms since the epoch (events carry their own times). @default Date.now */
-  now?: () => number;
 }
 
 /** Most expired events one cleanup statement deletes. */
 const SWEEP_BATCH = 1000;
-/** Least time between two cleanups made by writes. */
-const SWEEP_EVERY_MS = 60_000;
 const COLUMN_TYPES: Record<(typeof AUDIT_COLUMNS)[number], 'text' | 'bigint'> = {
   key: 'text',
   tool_name: 'text',
@@ -79,13 +69,6 @@ const COLUMN_TYPES: Record<(typeof AUDIT_COLUMNS)[number], 'text' | 'bigint'> = 
 /** The `operator` column of the table: there, missing and not addable by this role, or no table. */
 type OperatorColumn = 'present' | 'cannot-add' | 'no-table';
 
-/** An index name of at most 63 bytes for `table` + `suffix`. */
-function indexName(table: string, suffix: string): string {
-  if (table.length + suffix.length <= 63) return `${table}${suffix}`;
-  const hash = createHash('sha256').update(table).digest('hex').slice(0, 8);
-  return `${table.slice(0, 63 - suffix.length - 9)}_${hash}${suffix}`;
-}
-
 /**
  * The DDL of the audit table, as plain SQL for your migrations (idempotent: `IF NOT EXISTS`).
  *
@@ -97,22 +80,10 @@ export function auditSchemaSql(names: { schema?: string; table?: string } = {}):
   const schema = checkIdentifier('schema', names.schema ?? DEFAULT_SCHEMA);
   const table = checkIdentifier('table', names.table ?? 'idempotency_audit');
   const t = `${quoteIdent(schema)}.${quoteIdent(table)}`;
-  const createSchema =
-    schema === DEFAULT_SCHEMA
-      ? ''
-      : `DO $$
-BEGIN
-  IF to_regnamespace('${schema}') IS NULL THEN
-    CREATE SCHEMA ${quoteIdent(schema)};
-  END IF;
-END
-$$;
-
-`;
   return `-- Audit log of @idempotent-tools/store-postgres: one row per call, append-only, never the
 -- raw args or results. Times are ms since the Unix epoch (the clock of the process that ran the
 -- call); rows older than the retention are deleted by the writers and by purgeExpired().
-${createSchema}CREATE TABLE IF NOT EXISTS ${t} (
+${createSchemaSql(schema)}CREATE TABLE IF NOT EXISTS ${t} (
   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   key text COLLATE "C" NOT NULL,
   tool_name text NOT NULL,
@@ -158,19 +129,13 @@ export function createPostgresAuditLog(
 }
 
 /** The PostgreSQL audit log. Build it with `createPostgresAuditLog`. */
-export class PostgresAuditLog implements AuditLog {
+export class PostgresAuditLog extends BatchedAuditLog {
   /** `"schema"."table"`. */
   readonly qualified: string;
   readonly schema: string;
   readonly table: string;
-  readonly retentionMs: number;
-  readonly onEvent: (event: IdempotencyEvent) => void;
 
   readonly #db: Driver;
-  readonly #now: () => number;
-  readonly #sink: ReturnType<typeof createBatchedSink>;
-  readonly #onError: PostgresAuditLogOptions['onError'];
-  #lastSweep = 0;
   /**
    * Whether the table has the `operator` column, once looked up (a table of 0.1 gets it then):
    * undefined until then, or after a failure.
@@ -178,8 +143,6 @@ export class PostgresAuditLog implements AuditLog {
   #hasOperator: Promise<OperatorColumn> | undefined;
   /** Why the `operator` column could not be added, when it could not. */
   #operatorProblem: string | undefined;
-  /** Events with an operator dropped because the table cannot hold it. */
-  #lostOperators = 0;
 
   /** @internal Use `createPostgresAuditLog`. */
   constructor(pool: PostgresClient, options: PostgresAuditLogOptions) {
@@ -191,38 +154,14 @@ export class PostgresAuditLog implements AuditLog {
       });
     }
     // The same client as the store's: pg, postgres.js or PGlite (detected). Never listens.
-    this.#db = resolveDriver(pool, {}, 'pool', 'createPostgresAuditLog');
-    this.schema = checkIdentifier('schema', options.schema ?? DEFAULT_SCHEMA);
-    this.table = checkIdentifier('table', options.table ?? 'idempotency_audit');
-    this.qualified = `${quoteIdent(this.schema)}.${quoteIdent(this.table)}`;
-    const retention = options.retentionMs ?? DEFAULT_AUDIT_RETENTION_MS;
-    if (!Number.isSafeInteger(retention) || retention < 1) {
-      throw new InvalidInputError({
-        field: 'retentionMs',
-        message: `retentionMs must be a whole number of ms >= 1, got ${String(retention)}.`,
-      });
-    }
-    this.retentionMs = retention;
-    this.#now = options.now ?? Date.now;
-    this.#onError = options.onError;
-    this.#sink = createBatchedSink({
-      write: (batch) => this.#write(batch),
-      ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
-      ...(options.flushIntervalMs === undefined
-        ? {}
-        : { flushIntervalMs: options.flushIntervalMs }),
-      ...(options.maxBuffered === undefined ? {} : { maxBuffered: options.maxBuffered }),
-      ...(options.onError === undefined ? {} : { onError: options.onError }),
-    });
-    this.onEvent = this.#sink.onEvent;
-  }
-
-  get pending(): number {
-    return this.#sink.pending;
-  }
-
-  get dropped(): number {
-    return this.#sink.dropped + this.#lostOperators;
+    const db = resolveDriver(pool, {}, 'pool', 'createPostgresAuditLog');
+    const schema = checkIdentifier('schema', options.schema ?? DEFAULT_SCHEMA);
+    const table = checkIdentifier('table', options.table ?? 'idempotency_audit');
+    super(options);
+    this.#db = db;
+    this.schema = schema;
+    this.table = table;
+    this.qualified = `${quoteIdent(schema)}.${quoteIdent(table)}`;
   }
 
   /**
@@ -230,70 +169,30 @@ export class PostgresAuditLog implements AuditLog {
    * many processes at once: an advisory lock serialises it.
    */
   async ensureSchema(): Promise<void> {
-    const lock = BigInt.asIntN(
-      64,
-      BigInt(
-        `0x${createHash('sha256').update(`idempotent-tools/audit/${this.schema}.${this.table}`).digest('hex').slice(0, 16)}`,
-      ),
-    );
-    const text = `SELECT pg_advisory_xact_lock('${lock}'::bigint);\n${auditSchemaSql(this)}`;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.#db.script(text);
-        this.#hasOperator = Promise.resolve('present');
-        return;
-      } catch (error) {
-        const code = (error as { code?: unknown }).code;
-        if ((code === '23505' || code === '42P07') && attempt < 3) continue;
-        throw this.#unavailable('ensureSchema', error);
-      }
+    const lock = advisoryLockKey(`idempotent-tools/audit/${this.schema}.${this.table}`);
+    try {
+      await runLockedDdl(this.#db, lock, auditSchemaSql(this));
+    } catch (error) {
+      throw this.#unavailable('ensureSchema', error);
     }
-  }
-
-  flush(): Promise<void> {
-    return this.#sink.flush();
-  }
-
-  close(): Promise<void> {
-    return this.#sink.close();
+    this.#hasOperator = Promise.resolve('present');
   }
 
   /** Events newest first (`id` descending), within the retention. */
   async query(query?: AuditQuery): Promise<AuditPage> {
     const q = checkAuditQuery(query);
-    const before =
-      q.cursor === undefined
-        ? undefined
-        : decodeCursor(q.cursor, (v) => (Number.isSafeInteger(v) ? (v as number) : undefined));
-    const { where, values } = this.#where(q);
-    for (const [column, value] of [
-      ['key', q.key],
-      ['outcome', q.outcome],
-    ] as const) {
-      if (value === undefined) continue;
-      values.push(value);
-      where.push(`${column} = $${values.length}`);
-    }
-    if (before !== undefined) {
-      values.push(before);
-      where.push(`id < $${values.length}`);
-    }
-    values.push(q.limit + 1);
+    const before = cursorId(q.cursor);
+    const conditions = { key: q.key, outcome: q.outcome, before };
+    const { where, values } = this.where(q, (n) => `$${n}`, conditions);
     const operator =
       (await this.#operatorColumn()) === 'present' ? 'operator' : 'NULL::jsonb AS operator';
     const { rows } = await this.#query(
       'query',
       `SELECT id, ${AUDIT_COLUMNS.join(', ')}, ${operator} FROM ${this.qualified}
-       WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length}`,
-      values,
+       WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT $${values.length + 1}`,
+      [...values, q.limit + 1],
     );
-    const events = (rows as unknown as Array<AuditRow & { operator: unknown }>)
-      .slice(0, q.limit)
-      .map(auditEntryFromRow);
-    const last = events.at(-1);
-    return rows.length > q.limit && last !== undefined
-      ? { events, cursor: encodeCursor(last.id) }
-      : { events };
+    return this.page(rows as unknown as Array<AuditRow & { operator: unknown }>, q.limit);
   }
 
   /**
@@ -303,21 +202,14 @@ export class PostgresAuditLog implements AuditLog {
    */
   async stats(filter?: AuditStatsFilter): Promise<AuditStats> {
     const f = checkAuditStatsFilter(filter);
-    const { where, values } = this.#where(f);
+    const { where, values } = this.where(f, (n) => `$${n}`);
     const { rows } = await this.#query(
       'stats',
       `SELECT outcome, count(*) AS n, count(*) FILTER (WHERE error_code = 'replayed_failure') AS rf
        FROM ${this.qualified} WHERE ${where.join(' AND ')} GROUP BY outcome`,
       values,
     );
-    return auditStatsFrom(
-      rows.map((r) => ({
-        outcome: String(r.outcome),
-        count: Number(r.n),
-        replayedFailures: Number(r.rf),
-      })),
-      f,
-    );
+    return this.statsOf(rows as Array<{ outcome: unknown; n: unknown; rf: unknown }>, f);
   }
 
   /** Delete every event older than the retention; returns how many were removed. */
@@ -328,23 +220,6 @@ export class PostgresAuditLog implements AuditLog {
       removed += n;
       if (n < SWEEP_BATCH) return removed;
     }
-  }
-
-  #where(filter: AuditStatsFilter): { where: string[]; values: unknown[] } {
-    const where = ['ended_at > $1'];
-    const values: unknown[] = [this.#now() - this.retentionMs];
-    for (const [column, op, value] of [
-      ['ended_at', '>=', filter.since],
-      ['ended_at', '<', filter.until],
-      ['tool_name', '=', filter.toolName],
-      ['scope', '=', filter.scope],
-      ['turn_id', '=', filter.turnId],
-    ] as const) {
-      if (value === undefined) continue;
-      values.push(value);
-      where.push(`${column} ${op} $${values.length}`);
-    }
-    return { where, values };
   }
 
   /**
@@ -394,14 +269,16 @@ export class PostgresAuditLog implements AuditLog {
     }
   }
 
-  async #write(batch: IdempotencyEvent[]): Promise<void> {
+  protected async writeBatch(batch: IdempotencyEvent[]): Promise<void> {
     let events = batch;
     let column = await this.#operatorColumn();
     if (column === 'cannot-add' && batch.some((e) => e.operator != null)) {
       // Look again: the table may have been migrated meanwhile.
       this.#hasOperator = undefined;
       column = await this.#operatorColumn();
-      if (column === 'cannot-add') events = this.#dropOperatorEvents(batch);
+      if (column === 'cannot-add') {
+        events = this.withoutOperators(batch, (lost) => this.#noOperator(lost));
+      }
     }
     // Without a table, the insert fails and says to create it (ensureSchema).
     const withOperator = column !== 'cannot-add';
@@ -428,26 +305,12 @@ export class PostgresAuditLog implements AuditLog {
         columns,
       );
     }
-    const now = this.#now();
-    if (now - this.#lastSweep >= SWEEP_EVERY_MS) {
-      this.#lastSweep = now;
-      await this.#sweep();
-    }
+    if (this.sweepDue()) await this.#sweep();
   }
 
-  /** Events without an operator; the others are reported and counted as dropped. */
-  #dropOperatorEvents(batch: IdempotencyEvent[]): IdempotencyEvent[] {
-    const lost = batch.filter((e) => e.operator != null);
-    this.#lostOperators += lost.length;
-    const error = new StoreUnavailableError({
-      message: `The PostgreSQL audit table ${this.qualified} has no operator column and this role could not add it (${this.#operatorProblem ?? 'unknown reason'}): ${lost.length} settlement event(s) were dropped. Run auditSchemaSql() (or ALTER TABLE ${this.qualified} ADD COLUMN IF NOT EXISTS operator jsonb) as the table's owner.`,
-    });
-    try {
-      this.#onError?.(error, lost);
-    } catch {
-      // The error reporter must not break the writes.
-    }
-    return batch.filter((e) => e.operator == null);
+  /** Why `lost` settlement events were dropped. */
+  #noOperator(lost: number): string {
+    return `The PostgreSQL audit table ${this.qualified} has no operator column and this role could not add it (${this.#operatorProblem ?? 'unknown reason'}): ${lost} settlement event(s) were dropped. Run auditSchemaSql() (or ALTER TABLE ${this.qualified} ADD COLUMN IF NOT EXISTS operator jsonb) as the table's owner.`;
   }
 
   async #sweep(): Promise<number> {
@@ -456,7 +319,7 @@ export class PostgresAuditLog implements AuditLog {
       `DELETE FROM ${this.qualified} WHERE id IN (
          SELECT id FROM ${this.qualified} WHERE ended_at <= $1
          ORDER BY ended_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-      [this.#now() - this.retentionMs, SWEEP_BATCH],
+      [this.retentionStart(), SWEEP_BATCH],
     );
     return rowCount ?? 0;
   }
@@ -470,14 +333,12 @@ export class PostgresAuditLog implements AuditLog {
   }
 
   #unavailable(what: string, cause: unknown): StoreUnavailableError {
-    const code = (cause as { code?: unknown }).code;
     const reason = reasonOf(cause);
     return new StoreUnavailableError({
       cause,
-      message:
-        code === '42P01' || code === '3F000'
-          ? `The audit table ${this.qualified} does not exist (${reason}). Create it with audit.ensureSchema() or run auditSchemaSql() in a migration.`
-          : `The PostgreSQL audit log failed during ${what}: ${reason}. Check that the database is up and reachable, then retry.`,
+      message: isMissingTable(cause)
+        ? `The audit table ${this.qualified} does not exist (${reason}). Create it with audit.ensureSchema() or run auditSchemaSql() in a migration.`
+        : `The PostgreSQL audit log failed during ${what}: ${reason}. Check that the database is up and reachable, then retry.`,
     });
   }
 }

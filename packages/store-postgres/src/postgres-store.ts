@@ -6,9 +6,7 @@ import {
   checkListFilter,
   checkStatsFilter,
   checkStoreTimeout,
-  decodeCursor,
   emptyStats,
-  encodeCursor,
   type IdempotencyRecord,
   type IdempotencyStore,
   InvalidInputError,
@@ -16,7 +14,6 @@ import {
   type ListedRecord,
   type ListFilter,
   RecordIntegrityError,
-  type RecordMeta,
   type RecordPage,
   reasonOf,
   type StatsFilter,
@@ -25,10 +22,27 @@ import {
   type TakeoverInput,
   withDeadline,
 } from '@idempotent-tools/core';
+import {
+  checkWholeNumber,
+  cursorKey,
+  filterColumns,
+  InFlight,
+  pageOf,
+  recordFromRow,
+  recordRowProblem,
+  statsFromRow,
+} from '@idempotent-tools/core/store-kit';
 import { ChangeListener, type PgListenClient } from './change-listener.js';
 import type { Driver, DriverName, DriverResult } from './driver.js';
 import { type PostgresClient, resolveDriver } from './resolve-driver.js';
-import { type ResolvedNames, resolveNames, schemaSql, type TableNames } from './schema.js';
+import {
+  isMissingTable,
+  type ResolvedNames,
+  resolveNames,
+  runLockedDdl,
+  schemaSql,
+  type TableNames,
+} from './schema.js';
 
 export interface PostgresStoreOptions extends TableNames {
   /**
@@ -255,12 +269,7 @@ function inspectionWhere(
 } {
   const where = ['r.expires_at > clock.ms'];
   const values: unknown[] = [];
-  for (const [column, value] of [
-    ['tool_name', filter.toolName],
-    ['turn_id', filter.turnId],
-    ['scope', filter.scope],
-  ] as const) {
-    if (value === undefined) continue;
+  for (const [column, value] of filterColumns(filter)) {
     values.push(storable(value, lossyBom) ? value : '');
     where.push(`r.${column} = $${values.length}`);
   }
@@ -296,7 +305,6 @@ function checkText(field: string, value: string | undefined, lossyBom: boolean):
   }
 }
 
-const STATES: ReadonlySet<unknown> = new Set(['in_progress', 'completed', 'failed']);
 /** A bigint column as `pg` returns it (a string by default), or a parsed one. */
 const isTime = (v: unknown): boolean =>
   (typeof v === 'string' && /^-?\d{1,16}$/.test(v)) ||
@@ -309,22 +317,7 @@ const isTime = (v: unknown): boolean =>
  * refused with `RecordIntegrityError`: replaying it would hand the caller garbage as an outcome.
  */
 function checkRow(row: Record<string, unknown>, table: string): Record<string, unknown> {
-  const text = (v: unknown) => typeof v === 'string';
-  const problem = !STATES.has(row.state)
-    ? 'an unknown state'
-    : ![row.key, row.fingerprint, row.token].every(text)
-      ? 'a key, fingerprint or token that is not text'
-      : ![row.lease_expires_at, row.expires_at, row.created_at].every(isTime)
-        ? 'a time that is not a whole number of ms'
-        : !(row.completed_at == null || isTime(row.completed_at))
-          ? 'a completion time that is not a whole number of ms'
-          : row.state !== 'in_progress' && !text(row.outcome)
-            ? 'a finished state without its outcome'
-            : ![row.outcome, row.tool_name, row.scope, row.turn_id].every(
-                  (v) => v == null || text(v),
-                )
-              ? 'an outcome or meta that is not text'
-              : undefined;
+  const problem = recordRowProblem(row, isTime);
   if (problem === undefined) return row;
   const key = String(row.key);
   throw new RecordIntegrityError({
@@ -332,26 +325,6 @@ function checkRow(row: Record<string, unknown>, table: string): Record<string, u
     reason: 'corrupt',
     message: `The PostgreSQL idempotency store found a row it did not write in ${table} (key ${JSON.stringify(key)}: ${problem}). It was not replayed and the tool did not run. Inspect the row and delete it (DELETE FROM ${table} WHERE key = ...), then retry the call; check that nothing else writes to the table.`,
   });
-}
-
-function toRecord(row: Record<string, unknown>): IdempotencyRecord {
-  const record: IdempotencyRecord = {
-    key: row.key as string,
-    state: row.state as IdempotencyRecord['state'],
-    fingerprint: row.fingerprint as string,
-    token: row.token as string,
-    leaseExpiresAt: Number(row.lease_expires_at),
-    expiresAt: Number(row.expires_at),
-    createdAt: Number(row.created_at),
-  };
-  if (row.completed_at != null) record.completedAt = Number(row.completed_at);
-  if (row.outcome != null) record.outcome = row.outcome as string;
-  const meta: RecordMeta = {};
-  if (row.tool_name != null) meta.toolName = row.tool_name as string;
-  if (row.scope != null) meta.scope = row.scope as string;
-  if (row.turn_id != null) meta.turnId = row.turn_id as string;
-  if (Object.keys(meta).length > 0) record.meta = meta;
-  return record;
 }
 
 /**
@@ -399,7 +372,7 @@ export class PostgresStore implements IdempotencyStore {
   readonly #seen = new Map<string, string>();
   readonly #checking = new Map<string, Promise<boolean>>();
   /** The claim statement in flight per key (see `claim`). */
-  readonly #claiming = new Map<string, Promise<Record<string, unknown> | undefined>>();
+  readonly #claiming = new InFlight<Record<string, unknown> | undefined>();
 
   constructor(pool: PostgresClient, options: PostgresStoreOptions = {}) {
     if (options === null || typeof options !== 'object') {
@@ -413,13 +386,7 @@ export class PostgresStore implements IdempotencyStore {
         message: `channel must be 1-63 characters of letters, digits, _ . : -, got ${JSON.stringify(channel)}.`,
       });
     }
-    const batch = options.purgeBatchSize ?? 1000;
-    if (!Number.isInteger(batch) || batch < 1 || batch > 1_000_000) {
-      throw new InvalidInputError({
-        field: 'purgeBatchSize',
-        message: `purgeBatchSize must be a whole number between 1 and 1000000, got ${String(batch)}.`,
-      });
-    }
+    const batch = checkWholeNumber('purgeBatchSize', options.purgeBatchSize ?? 1000, 1, 1_000_000);
     const driver = resolveDriver(pool, options);
     this.names = { ...names, channel };
     this.#db = driver;
@@ -444,18 +411,10 @@ export class PostgresStore implements IdempotencyStore {
    * from many processes at once: an advisory lock serialises it.
    */
   async ensureSchema(): Promise<void> {
-    const text = `SELECT pg_advisory_xact_lock('${this.names.lockKey}'::bigint);\n${schemaSql(this.names)}`;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        // No parameters: one simple-protocol round trip, run as one implicit transaction.
-        await this.#db.script(text);
-        return;
-      } catch (error) {
-        // A creator that does not take the lock (a migration) can still race us on pg_type.
-        const code = (error as { code?: unknown }).code;
-        if ((code === '23505' || code === '42P07') && attempt < 3) continue;
-        throw this.#unavailable('ensureSchema', error);
-      }
+    try {
+      await runLockedDdl(this.#db, this.names.lockKey, schemaSql(this.names));
+    } catch (error) {
+      throw this.#unavailable('ensureSchema', error);
     }
   }
 
@@ -479,10 +438,11 @@ export class PostgresStore implements IdempotencyStore {
     // A claim of this key already on its way: if it finds a finished row, that is this claim's
     // answer too (a finished row never changes until it expires or is deleted). Waiters woken
     // together (a same-key storm) then cost one statement per process, not one each.
-    const pending = this.#claiming.get(input.key);
-    const shared = pending === undefined ? undefined : await pending.catch(() => undefined);
+    const shared = this.#claiming.has(input.key)
+      ? await this.#claiming.answer(input.key)
+      : undefined;
     if (shared !== undefined && shared.acquired !== true && shared.state !== 'in_progress') {
-      const record = toRecord(checkRow(shared, this.names.qualified));
+      const record = recordFromRow(checkRow(shared, this.names.qualified));
       return record.fingerprint !== input.fingerprint
         ? { status: 'drift', record }
         : { status: 'completed', record };
@@ -492,16 +452,9 @@ export class PostgresStore implements IdempotencyStore {
       const sent = this.#run('claim', this.#sql.claim, values, input.key).then(
         (r) => r.rows.find((row) => row.acquired === true) ?? r.rows[0],
       );
-      if (!this.#claiming.has(input.key)) {
-        this.#claiming.set(input.key, sent);
-        const forget = () => {
-          if (this.#claiming.get(input.key) === sent) this.#claiming.delete(input.key);
-        };
-        sent.then(forget, forget);
-      }
-      const row = await sent;
+      const row = await this.#claiming.track(input.key, sent);
       if (row === undefined) continue;
-      const record = toRecord(checkRow(row, this.names.qualified));
+      const record = recordFromRow(checkRow(row, this.names.qualified));
       if (row.acquired === true) return { status: 'acquired', token: input.token, record };
       if (record.fingerprint !== input.fingerprint) return { status: 'drift', record };
       if (record.state !== 'in_progress') return { status: 'completed', record };
@@ -556,7 +509,7 @@ export class PostgresStore implements IdempotencyStore {
   async get(key: string): Promise<IdempotencyRecord | undefined> {
     if (!storable(key, this.#lossyBom)) return undefined;
     const row = (await this.#run('get', this.#sql.get, [key], key)).rows[0];
-    return row === undefined ? undefined : toRecord(checkRow(row, this.names.qualified));
+    return row === undefined ? undefined : recordFromRow(checkRow(row, this.names.qualified));
   }
 
   /** Delete expired records in batches of `purgeBatchSize`. Returns how many were removed. */
@@ -575,10 +528,7 @@ export class PostgresStore implements IdempotencyStore {
    */
   async list(filter?: ListFilter): Promise<RecordPage> {
     const checked = checkListFilter(filter);
-    const after =
-      checked.cursor === undefined
-        ? undefined
-        : decodeCursor(checked.cursor, (v) => (typeof v === 'string' ? v : undefined));
+    const after = cursorKey(checked.cursor);
     if (
       !filterStorable(checked, this.#lossyBom) ||
       (after !== undefined && !storable(after, this.#lossyBom))
@@ -597,19 +547,16 @@ SELECT r.key, r.state, r.fingerprint, r.token, r.lease_expires_at, r.expires_at,
 FROM ${this.names.qualified} r, clock WHERE ${where.join(' AND ')}
 ORDER BY r.key LIMIT $${values.length}`;
     const { rows } = await this.#run('list', dynamic('list', text), values);
-    const records = rows.slice(0, checked.limit).map((row): ListedRecord => {
-      const record = toRecord(row);
-      const listed: ListedRecord = {
+    const listed = (row: Record<string, unknown>): ListedRecord => {
+      const record = recordFromRow(row);
+      const entry: ListedRecord = {
         ...record,
         inspectionState: inspectionStateOf(record, Number(row.now)),
       };
-      if (row.outcome_bytes != null) listed.outcomeBytes = Number(row.outcome_bytes);
-      return listed;
-    });
-    const last = records.at(-1);
-    return rows.length > checked.limit && last !== undefined
-      ? { records, cursor: encodeCursor(last.key) }
-      : { records };
+      if (row.outcome_bytes != null) entry.outcomeBytes = Number(row.outcome_bytes);
+      return entry;
+    };
+    return pageOf('records', rows, checked.limit, listed, (record) => record.key);
   }
 
   /** Live records by state (one aggregate statement over the live rows). */
@@ -627,14 +574,7 @@ GROUP BY clock.ms`;
     const { rows } = await this.#run('stats', dynamic('stats', text), values);
     const row = rows[0] ?? {};
     if (!filterStorable(checked, this.#lossyBom)) return emptyStats(Number(row.now));
-    return {
-      records: Number(row.records),
-      inProgress: Number(row.in_progress),
-      stale: Number(row.stale),
-      completed: Number(row.completed),
-      failed: Number(row.failed),
-      at: Number(row.now),
-    };
+    return statsFromRow(row, Number(row.now));
   }
 
   /** Wake every waiter and end the store's own `LISTEN` connection. Never ends your pool or client. */
@@ -672,12 +612,10 @@ GROUP BY clock.ms`;
   }
 
   #unavailable(what: string, cause: unknown, key?: string): StoreUnavailableError {
-    const code = (cause as { code?: unknown }).code;
     const reason = reasonOf(cause);
-    const message =
-      code === '42P01' || code === '3F000'
-        ? `The PostgreSQL store's table ${this.names.qualified} does not exist (${reason}). Create it with store.ensureSchema() or run schemaSql() / sql/schema.sql in a migration.`
-        : `The PostgreSQL store failed during ${what}: ${reason}. The database may be down or unreachable: check it, then retry the same call.`;
+    const message = isMissingTable(cause)
+      ? `The PostgreSQL store's table ${this.names.qualified} does not exist (${reason}). Create it with store.ensureSchema() or run schemaSql() / sql/schema.sql in a migration.`
+      : `The PostgreSQL store failed during ${what}: ${reason}. The database may be down or unreachable: check it, then retry the same call.`;
     return new StoreUnavailableError({ key, cause, message });
   }
 

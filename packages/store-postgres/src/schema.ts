@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { InvalidInputError } from '@idempotent-tools/core';
+import type { Driver } from './driver.js';
 
 /** The schema and table the store uses. */
 export interface TableNames {
@@ -41,6 +42,63 @@ export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
 
+/**
+ * The name of an index of `table` (unquoted): `table` + `suffix`, shortened with a hash past the
+ * 63 bytes PostgreSQL keeps of a name, so two long table names in one schema never share one.
+ */
+export function indexName(table: string, suffix: string): string {
+  if (table.length + suffix.length <= 63) return `${table}${suffix}`;
+  return `${table.slice(0, 63 - suffix.length - 9)}_${hash(table, 8)}${suffix}`;
+}
+
+/** The key of the advisory lock that serialises the DDL named `label`. */
+export function advisoryLockKey(label: string): bigint {
+  return BigInt.asIntN(64, BigInt(`0x${hash(label, 16)}`));
+}
+
+/**
+ * The DDL that creates `schema` when it is not the default one (nothing for `public`). CREATE
+ * SCHEMA IF NOT EXISTS needs CREATE on the database even when the schema exists: this does not.
+ */
+export function createSchemaSql(schema: string): string {
+  return schema === DEFAULT_SCHEMA
+    ? ''
+    : `DO $$
+BEGIN
+  IF to_regnamespace('${schema}') IS NULL THEN
+    CREATE SCHEMA ${quoteIdent(schema)};
+  END IF;
+END
+$$;
+
+`;
+}
+
+/**
+ * Run the DDL `script` after taking the advisory lock `lockKey` (one implicit transaction): safe
+ * from many processes at once. A creator that does not take the lock (a migration) can still
+ * race it on pg_type: that is tried again. Rejects with the driver's error otherwise.
+ */
+export async function runLockedDdl(db: Driver, lockKey: bigint, script: string): Promise<void> {
+  const text = `SELECT pg_advisory_xact_lock('${lockKey}'::bigint);\n${script}`;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      // No parameters: one simple-protocol round trip, run as one implicit transaction.
+      return await db.script(text);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if ((code === '23505' || code === '42P07') && attempt < 3) continue;
+      throw error;
+    }
+  }
+}
+
+/** Whether a driver error says the table (or its schema) does not exist. */
+export function isMissingTable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '42P01' || code === '3F000';
+}
+
 /** Resolved names of everything the store creates and uses. */
 export interface ResolvedNames {
   schema: string;
@@ -58,20 +116,11 @@ export interface ResolvedNames {
 export function resolveNames(names: TableNames = {}): ResolvedNames {
   const schema = checkIdentifier('schema', names.schema ?? DEFAULT_SCHEMA);
   const table = checkIdentifier('table', names.table ?? DEFAULT_TABLE);
-  const suffix = '_expires_at_idx';
-  // PostgreSQL truncates names to 63 bytes: shorten with a hash so two long table names in one
-  // schema never share an index name.
-  const index =
-    table.length + suffix.length <= 63
-      ? `${table}${suffix}`
-      : `${table.slice(0, 63 - suffix.length - 9)}_${hash(table, 8)}${suffix}`;
+  const index = indexName(table, '_expires_at_idx');
   const readable = `idempotent_tools.${schema}.${table}`;
   const channel =
     readable.length <= 63 ? readable : `idempotent_tools.${hash(`${schema}.${table}`, 32)}`;
-  const lockKey = BigInt.asIntN(
-    64,
-    BigInt(`0x${hash(`idempotent-tools/ensure-schema/${schema}.${table}`, 16)}`),
-  );
+  const lockKey = advisoryLockKey(`idempotent-tools/ensure-schema/${schema}.${table}`);
   return {
     schema,
     table,
@@ -92,22 +141,9 @@ export function resolveNames(names: TableNames = {}): ResolvedNames {
  */
 export function schemaSql(names: TableNames = {}): string {
   const { schema, qualified, index } = resolveNames(names);
-  const createSchema =
-    schema === DEFAULT_SCHEMA
-      ? ''
-      : // CREATE SCHEMA IF NOT EXISTS needs CREATE on the database even when the schema exists.
-        `DO $$
-BEGIN
-  IF to_regnamespace('${schema}') IS NULL THEN
-    CREATE SCHEMA ${quoteIdent(schema)};
-  END IF;
-END
-$$;
-
-`;
   return `-- Table of @idempotent-tools/store-postgres. Times are milliseconds since the Unix epoch
 -- on the database clock; outcome is the executor's serialised result, kept byte-exact.
-${createSchema}CREATE TABLE IF NOT EXISTS ${qualified} (
+${createSchemaSql(schema)}CREATE TABLE IF NOT EXISTS ${qualified} (
   key text COLLATE "C" PRIMARY KEY,
   state text NOT NULL CHECK (state IN ('in_progress', 'completed', 'failed')),
   fingerprint text NOT NULL,

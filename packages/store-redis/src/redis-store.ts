@@ -28,6 +28,7 @@ import {
   type TakeoverInput,
   withDeadline,
 } from '@idempotent-tools/core';
+import { checkOneOf, checkWholeNumber, InFlight } from '@idempotent-tools/core/store-kit';
 import { type Driver, globPrefix, type RedisClient } from './driver.js';
 import { Notifier } from './notifier.js';
 import { SCRIPTS, type Script } from './scripts.js';
@@ -225,7 +226,7 @@ export class RedisStore implements IdempotencyStore {
   readonly #ownsSubscriber: boolean;
   readonly #timeoutMs: number;
   /** The claim in flight per key (see `claim`). */
-  readonly #claiming = new Map<string, Promise<unknown>>();
+  readonly #claiming = new InFlight<unknown>();
 
   constructor(redis: RedisClient, options: RedisStoreOptions = {}) {
     const driver = toDriver(redis);
@@ -246,18 +247,8 @@ export class RedisStore implements IdempotencyStore {
         message: `prefix must be 1 to 100 printable ASCII characters without { or } (they would break the Cluster hash tag), got ${JSON.stringify(prefix)}.`,
       });
     }
-    if (!['sharded', 'classic', 'off'].includes(notifications)) {
-      throw new InvalidInputError({
-        field: 'notifications',
-        message: `notifications must be 'sharded', 'classic' or 'off', got ${String(notifications)}.`,
-      });
-    }
-    if (!Number.isInteger(maxWaitMs) || maxWaitMs < 1) {
-      throw new InvalidInputError({
-        field: 'maxWaitMs',
-        message: `maxWaitMs must be a positive whole number of milliseconds, got ${String(maxWaitMs)}.`,
-      });
-    }
+    checkOneOf('notifications', notifications, ['sharded', 'classic', 'off']);
+    checkWholeNumber('maxWaitMs', maxWaitMs, 1);
     if (notifications === 'sharded' && !driver.shardedPubSub) {
       throw new InvalidInputError({
         field: 'notifications',
@@ -301,8 +292,7 @@ export class RedisStore implements IdempotencyStore {
     // A claim of this key already on its way: if it finds a finished record, that is this
     // claim's answer too (a finished record never changes; only its expiry or a deletion ends
     // it). Waiters woken together (a same-key storm) then cost one round trip per process.
-    const pending = this.#claiming.get(key);
-    const shared = pending === undefined ? undefined : await pending.catch(() => undefined);
+    const shared = this.#claiming.has(key) ? await this.#claiming.answer(key) : undefined;
     let reply: unknown;
     if (typeof shared === 'string') {
       reply = shared;
@@ -314,14 +304,7 @@ export class RedisStore implements IdempotencyStore {
         ttlMs,
         meta === undefined ? '' : JSON.stringify(meta),
       ]);
-      if (!this.#claiming.has(key)) {
-        this.#claiming.set(key, sent);
-        const forget = () => {
-          if (this.#claiming.get(key) === sent) this.#claiming.delete(key);
-        };
-        sent.then(forget, forget);
-      }
-      reply = await sent;
+      reply = await this.#claiming.track(key, sent);
     }
     if (typeof reply === 'number') {
       // Acquired: the script stored exactly this record and replied with its clock only.

@@ -1,6 +1,19 @@
 import { resolve } from 'node:path';
 import { InvalidInputError } from '@idempotent-tools/core';
 
+const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** Check a table name of the store or the audit log (`InvalidInputError` naming `table`). */
+export function checkTableName(table: unknown): string {
+  if (typeof table !== 'string' || !TABLE_NAME.test(table) || /^sqlite_/i.test(table)) {
+    throw new InvalidInputError({
+      field: 'table',
+      message: `table must be 1-63 letters, digits or _, not starting with a digit or sqlite_, got ${JSON.stringify(table)}.`,
+    });
+  }
+  return table;
+}
+
 /** A value the store binds: both drivers take these as positional parameters. */
 export type SqlValue = string | number | null;
 

@@ -7,8 +7,6 @@ import {
   checkListFilter,
   checkStatsFilter,
   checkStoreText,
-  decodeCursor,
-  encodeCursor,
   IdempotencyError,
   type IdempotencyRecord,
   type IdempotencyStore,
@@ -24,6 +22,18 @@ import {
   type TakeoverInput,
 } from '@idempotent-tools/core';
 import {
+  checkClock,
+  checkOneOf,
+  checkWholeNumber,
+  cursorKey,
+  filterColumns,
+  pageOf,
+  recordFromRow,
+  recordRowProblem,
+  statsFromRow,
+} from '@idempotent-tools/core/store-kit';
+import {
+  checkTableName,
   type Driver,
   isBusy,
   type SqliteDatabaseLike,
@@ -81,7 +91,6 @@ export interface SqliteStoreOptions {
   sweepBatch?: number;
 }
 
-const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 const COLUMNS =
   'key, state, fingerprint, token, lease_expires_at, expires_at, created_at, completed_at, outcome, tool_name, scope, turn_id';
 const SETUP_RETRY_MS = 25;
@@ -119,11 +128,9 @@ type Statements = Record<
 /** In-process wake-ups, shared by every store of this module on one file and table. */
 const channels = new Map<string, Set<() => void>>();
 
-const STATES: ReadonlySet<unknown> = new Set(['in_progress', 'completed', 'failed']);
+/** A time as SQLite returns an INTEGER column. */
 const isTime = (v: unknown): boolean =>
   typeof v === 'bigint' || (typeof v === 'number' && Number.isSafeInteger(v));
-const isText = (v: unknown): boolean => typeof v === 'string';
-const isOptionalText = (v: unknown): boolean => v === null || typeof v === 'string';
 
 /**
  * A row the store wrote: any other (a state it does not know, a time that is not an integer, a
@@ -132,20 +139,7 @@ const isOptionalText = (v: unknown): boolean => v === null || typeof v === 'stri
  * would hand the caller somebody's garbage as an outcome.
  */
 function checkRow(row: Row, table: string): Row {
-  const finished = row.state !== 'in_progress';
-  const problem = !STATES.has(row.state)
-    ? 'an unknown state'
-    : ![row.key, row.fingerprint, row.token].every(isText)
-      ? 'a key, fingerprint or token that is not text'
-      : ![row.lease_expires_at, row.expires_at, row.created_at].every(isTime)
-        ? 'a time that is not a whole number of ms'
-        : !(row.completed_at === null || isTime(row.completed_at))
-          ? 'a completion time that is not a whole number of ms'
-          : finished && !isText(row.outcome)
-            ? 'a finished state without its outcome'
-            : ![row.outcome, row.tool_name, row.scope, row.turn_id].every(isOptionalText)
-              ? 'an outcome or meta that is not text'
-              : undefined;
+  const problem = recordRowProblem(row, isTime);
   if (problem === undefined) return row;
   const key = typeof row.key === 'string' ? row.key : String(row.key);
   throw new RecordIntegrityError({
@@ -153,27 +147,6 @@ function checkRow(row: Row, table: string): Row {
     reason: 'corrupt',
     message: `The SQLite idempotency store found a row it did not write in table ${table} (key ${JSON.stringify(key)}: ${problem}). It was not replayed and the tool did not run. Inspect the row and delete it (DELETE FROM "${table}" WHERE key = ...), then retry the call; check that nothing else writes to the table.`,
   });
-}
-
-function toRecord(row: Row): IdempotencyRecord {
-  const record: IdempotencyRecord = {
-    key: row.key,
-    state: row.state,
-    fingerprint: row.fingerprint,
-    token: row.token,
-    leaseExpiresAt: Number(row.lease_expires_at),
-    expiresAt: Number(row.expires_at),
-    createdAt: Number(row.created_at),
-  };
-  if (row.completed_at !== null) record.completedAt = Number(row.completed_at);
-  if (row.outcome !== null) record.outcome = row.outcome;
-  if (row.tool_name !== null || row.scope !== null || row.turn_id !== null) {
-    record.meta = {};
-    if (row.tool_name !== null) record.meta.toolName = row.tool_name;
-    if (row.scope !== null) record.meta.scope = row.scope;
-    if (row.turn_id !== null) record.meta.turnId = row.turn_id;
-  }
-  return record;
 }
 
 const LIST_COLUMNS =
@@ -185,7 +158,7 @@ interface ListRow extends Omit<Row, 'outcome'> {
 
 function toListed(row: ListRow, now: number): ListedRecord {
   const { outcome_bytes, ...rest } = row;
-  const { outcome: _none, ...record } = toRecord({ ...rest, outcome: null });
+  const { outcome: _none, ...record } = recordFromRow(rest);
   const listed: ListedRecord = { ...record, inspectionState: inspectionStateOf(record, now) };
   if (outcome_bytes !== null) listed.outcomeBytes = Number(outcome_bytes);
   return listed;
@@ -198,12 +171,7 @@ function whereClause(
 ): { where: string[]; params: SqlValue[] } {
   const where = ['expires_at > ?'];
   const params: SqlValue[] = [now];
-  for (const [column, value] of [
-    ['tool_name', filter.toolName],
-    ['turn_id', filter.turnId],
-    ['scope', filter.scope],
-  ] as const) {
-    if (value === undefined) continue;
+  for (const [column, value] of filterColumns(filter)) {
     where.push(`${column} = ?`);
     params.push(value);
   }
@@ -217,16 +185,6 @@ function whereClause(
     params.push(filter.state);
   }
   return { where, params };
-}
-
-function checkCount(field: string, value: unknown, min: number): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-    throw new InvalidInputError({
-      field,
-      message: `${field} must be a whole number >= ${min}, got ${String(value)}.`,
-    });
-  }
-  return value;
 }
 
 /** Block the thread for `ms` (only while a concurrent first setup holds the schema lock). */
@@ -323,29 +281,15 @@ export class SqliteStore implements IdempotencyStore {
     this.database = db;
     this.driver = this.#db.name;
     this.#ownsDatabase = ownsDatabase;
-    const table = options.table ?? 'idempotency_records';
-    if (typeof table !== 'string' || !TABLE_NAME.test(table) || /^sqlite_/i.test(table)) {
-      throw new InvalidInputError({
-        field: 'table',
-        message: `table must be 1-63 letters, digits or _, not starting with a digit or sqlite_, got ${JSON.stringify(table)}.`,
-      });
-    }
+    const table = checkTableName(options.table ?? 'idempotency_records');
     this.table = table;
-    this.#busyTimeoutMs = checkCount('busyTimeoutMs', options.busyTimeoutMs ?? 5000, 0);
-    this.#sweepEvery = checkCount('sweepEvery', options.sweepEvery ?? 100, 0);
-    this.#sweepBatch = checkCount('sweepBatch', options.sweepBatch ?? 500, 1);
+    this.#busyTimeoutMs = checkWholeNumber('busyTimeoutMs', options.busyTimeoutMs ?? 5000, 0);
+    this.#sweepEvery = checkWholeNumber('sweepEvery', options.sweepEvery ?? 100, 0);
+    this.#sweepBatch = checkWholeNumber('sweepBatch', options.sweepBatch ?? 500, 1);
     this.#wal = options.wal ?? true;
-    this.#synchronous = options.synchronous ?? 'NORMAL';
-    if (!['NORMAL', 'FULL', 'EXTRA'].includes(this.#synchronous)) {
-      throw new InvalidInputError({
-        field: 'synchronous',
-        message: `synchronous must be 'NORMAL', 'FULL' or 'EXTRA', got ${String(this.#synchronous)}.`,
-      });
-    }
-    if (options.now !== undefined && typeof options.now !== 'function') {
-      throw new InvalidInputError({ field: 'now', message: 'now must be a function.' });
-    }
-    this.#now = options.now ?? Date.now;
+    const synchronous = options.synchronous ?? 'NORMAL';
+    this.#synchronous = checkOneOf('synchronous', synchronous, ['NORMAL', 'FULL', 'EXTRA']);
+    this.#now = checkClock(options.now);
     this.#channel = `${this.#db.file ?? randomUUID()}\0${table}\0`;
     this.#statements = this.#engine('setup', () => this.#setup());
   }
@@ -363,7 +307,7 @@ export class SqliteStore implements IdempotencyStore {
         const now = this.#now();
         const row = select.get(input.key, now) as Row | undefined;
         if (row !== undefined) {
-          const record = toRecord(checkRow(row, this.table));
+          const record = recordFromRow(checkRow(row, this.table));
           if (record.fingerprint !== input.fingerprint) return { status: 'drift', record };
           if (record.state !== 'in_progress') return { status: 'completed', record };
           if (record.token === input.token) {
@@ -379,7 +323,7 @@ export class SqliteStore implements IdempotencyStore {
               now,
             ) as Row | undefined;
             if (renewed !== undefined) {
-              return { status: 'acquired', token: input.token, record: toRecord(renewed) };
+              return { status: 'acquired', token: input.token, record: recordFromRow(renewed) };
             }
             continue; // taken over meanwhile: read again
           }
@@ -400,7 +344,7 @@ export class SqliteStore implements IdempotencyStore {
         ) as Row | undefined;
         if (inserted !== undefined) {
           this.#wrote(now);
-          return { status: 'acquired', token: input.token, record: toRecord(inserted) };
+          return { status: 'acquired', token: input.token, record: recordFromRow(inserted) };
         }
       }
       throw new Error(`the record of ${input.key} kept changing under 100 claims in a row`);
@@ -477,7 +421,7 @@ export class SqliteStore implements IdempotencyStore {
   async get(key: string): Promise<IdempotencyRecord | undefined> {
     return this.#engine('get', () => {
       const row = this.#prepared().select.get(key, this.#now()) as Row | undefined;
-      return row === undefined ? undefined : toRecord(checkRow(row, this.table));
+      return row === undefined ? undefined : recordFromRow(checkRow(row, this.table));
     });
   }
 
@@ -516,10 +460,7 @@ export class SqliteStore implements IdempotencyStore {
    */
   async list(filter?: ListFilter): Promise<RecordPage> {
     const checked = checkListFilter(filter);
-    const after =
-      checked.cursor === undefined
-        ? undefined
-        : decodeCursor(checked.cursor, (v) => (typeof v === 'string' ? v : undefined));
+    const after = cursorKey(checked.cursor);
     return this.#engine('list', () => {
       this.#prepared();
       const now = this.#now();
@@ -533,11 +474,8 @@ export class SqliteStore implements IdempotencyStore {
           `SELECT ${LIST_COLUMNS} FROM "${this.table}" WHERE ${where.join(' AND ')} ORDER BY key LIMIT ?`,
         )
         .all(...params, checked.limit + 1) as ListRow[];
-      const records = rows.slice(0, checked.limit).map((row) => toListed(row, now));
-      const last = records.at(-1);
-      return rows.length > checked.limit && last !== undefined
-        ? { records, cursor: encodeCursor(last.key) }
-        : { records };
+      const listed = (row: ListRow) => toListed(row, now);
+      return pageOf('records', rows, checked.limit, listed, (record) => record.key);
     });
   }
 
@@ -558,14 +496,7 @@ export class SqliteStore implements IdempotencyStore {
            FROM "${this.table}" WHERE ${where.join(' AND ')}`,
         )
         .get(now, now, ...params) as Record<string, number | bigint>;
-      return {
-        records: Number(row.records),
-        inProgress: Number(row.in_progress),
-        stale: Number(row.stale),
-        completed: Number(row.completed),
-        failed: Number(row.failed),
-        at: now,
-      };
+      return statsFromRow(row, now);
     });
   }
 

@@ -1,4 +1,4 @@
-import type { ExpectLike } from './expect.js';
+import { type DriverCaseOptions, driverCases } from './fixture-tests.js';
 
 /** The arguments of the tool that needs an approval: a charge of `amount`. */
 export interface ChargeArgs {
@@ -43,18 +43,9 @@ export interface ApprovalDriver {
   close?(): Promise<void>;
 }
 
-export interface ApprovalCaseOptions {
-  /** Label of the outer `describe`. */
-  name: string;
-  describe: (name: string, fn: () => void) => void;
-  test: (name: string, fn: () => Promise<void>, timeoutMs?: number) => void;
-  expect: ExpectLike;
-  /** A fresh driver (fresh store, fresh vendor) for one case. */
-  createDriver: () => ApprovalDriver | Promise<ApprovalDriver>;
+export interface ApprovalCaseOptions extends DriverCaseOptions<ApprovalDriver> {
   /** Which optional operations the driver implements (known before a driver is made). */
   supports?: readonly ('reject' | 'approveEdited' | 'approveForOther' | 'forge')[];
-  /** Timeout of one case, in ms (a hang detector, far above any real run). @default 600000 */
-  timeoutMs?: number;
 }
 
 /** Run `op`, accepting a refusal (the adapter throws): what the cases expect to be refused. */
@@ -79,22 +70,9 @@ async function refusedOrRan(op: () => Promise<void>): Promise<void> {
  * 6. a call the model never emitted, approved by a made-up resume: nothing runs.
  */
 export function runApprovalCases(options: ApprovalCaseOptions): void {
-  const { describe, test, expect } = options;
-  const timeout = options.timeoutMs ?? 600_000;
+  const { describe, expect } = options;
   const supports = new Set(options.supports ?? []);
-  const define = (name: string, body: (driver: ApprovalDriver) => Promise<void>) =>
-    test(
-      name,
-      async () => {
-        const driver = await options.createDriver();
-        try {
-          await body(driver);
-        } finally {
-          await driver.close?.();
-        }
-      },
-      timeout,
-    );
+  const define = driverCases(options);
   const A = { amount: 5 };
   const B = { amount: 500 };
   /** An optional operation the driver declared in `supports`. */

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ExpectLike } from './expect.js';
+import { type DriverCaseOptions, driverCases } from './fixture-tests.js';
 import { countEffects } from './processes.js';
 
 /** How a child process ended: the signal that killed it (a crash is `SIGKILL`), its output. */
@@ -73,17 +73,9 @@ export interface CrashDriver {
   close?(): Promise<void>;
 }
 
-export interface CrashCaseOptions {
-  /** Label of the outer `describe`. */
-  name: string;
-  describe: (name: string, fn: () => void) => void;
-  test: (name: string, fn: () => Promise<void>, timeoutMs?: number) => void;
-  expect: ExpectLike;
-  createDriver: () => CrashDriver | Promise<CrashDriver>;
+export interface CrashCaseOptions extends DriverCaseOptions<CrashDriver> {
   /** Whether the driver's `resume` supports `reconcile: true`. @default true */
   reconcile?: boolean;
-  /** Timeout of one case, in ms (a hang detector, far above any real run). @default 600000 */
-  timeoutMs?: number;
 }
 
 /**
@@ -93,25 +85,12 @@ export interface CrashCaseOptions {
  * 3. the same with `reconcile`: the effect is found and adopted, one effect.
  */
 export function runCrashCases(options: CrashCaseOptions): void {
-  const { describe, test, expect } = options;
-  const timeout = options.timeoutMs ?? 600_000;
+  const { describe, expect } = options;
+  const define = driverCases(options);
   const files = (): CrashFiles => {
     const dir = mkdtempSync(join(tmpdir(), 'idempotent-crash-'));
     return { dbPath: join(dir, 'agent.db'), effectsFile: join(dir, 'effects.log') };
   };
-  const define = (name: string, body: (driver: CrashDriver) => Promise<void>) =>
-    test(
-      name,
-      async () => {
-        const driver = await options.createDriver();
-        try {
-          await body(driver);
-        } finally {
-          await driver.close?.();
-        }
-      },
-      timeout,
-    );
   const crashed = async (driver: CrashDriver, at: CrashPoint) => {
     const f = files();
     const child = await driver.crash(at, f);

@@ -1,5 +1,5 @@
 import { ConfigurationError } from '@idempotent-tools/core';
-import type { ExpectLike } from './expect.js';
+import { type DriverCaseOptions, driverCases } from './fixture-tests.js';
 
 /** What the model reads back from one call of the tool. */
 export interface RepeatCallResult {
@@ -25,16 +25,7 @@ export interface RepeatDriver {
   close?(): Promise<void>;
 }
 
-export interface RepeatCaseOptions {
-  name: string;
-  describe: (name: string, fn: () => void) => void;
-  test: (name: string, fn: () => Promise<void>, timeoutMs?: number) => void;
-  expect: ExpectLike;
-  /** A fresh driver (fresh store, fresh effect count) for one case. */
-  createDriver: () => RepeatDriver | Promise<RepeatDriver>;
-  /** Timeout of one case, in ms (a hang detector). @default 600000 */
-  timeoutMs?: number;
-}
+export type RepeatCaseOptions = DriverCaseOptions<RepeatDriver>;
 
 const propertiesOf = (schema: unknown): Record<string, unknown> =>
   ((schema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}) as Record<
@@ -52,21 +43,8 @@ const propertiesOf = (schema: unknown): Record<string, unknown> =>
  * 4. a tool whose own schema has `repeat`: refused when it is wrapped (`ConfigurationError`).
  */
 export function runRepeatCases(options: RepeatCaseOptions): void {
-  const { describe, test, expect } = options;
-  const timeout = options.timeoutMs ?? 600_000;
-  const define = (name: string, body: (driver: RepeatDriver) => Promise<void>) =>
-    test(
-      name,
-      async () => {
-        const driver = await options.createDriver();
-        try {
-          await body(driver);
-        } finally {
-          await driver.close?.();
-        }
-      },
-      timeout,
-    );
+  const { describe, expect } = options;
+  const define = driverCases(options);
 
   describe(`${options.name}: deliberate repeats`, () => {
     define(

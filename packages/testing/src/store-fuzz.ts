@@ -10,6 +10,7 @@ import {
 } from '@idempotent-tools/core';
 import fc from 'fast-check';
 import type { ExpectLike } from './expect.js';
+import { fixtureTests } from './fixture-tests.js';
 
 export interface StoreFuzzOptions<S extends IdempotencyStore = IdempotencyStore> {
   /** Label of the outer `describe`, e.g. `'redis store'`. */
@@ -275,21 +276,12 @@ export function runStoreFuzz<S extends IdempotencyStore>(options: StoreFuzzOptio
     ...(options.seed === undefined ? {} : { seed: options.seed }),
   };
 
-  const define = (name: string, body: (store: S) => Promise<void>): void => {
-    options.test(
-      name,
-      async () => {
-        const store = await options.createStore();
-        try {
-          await body(store);
-        } finally {
-          if (options.destroyStore !== undefined) await options.destroyStore(store);
-          else await store.close?.();
-        }
-      },
-      timeoutMs,
-    );
-  };
+  const define = fixtureTests(
+    options.test,
+    timeoutMs,
+    () => options.createStore(),
+    (store) => (options.destroyStore !== undefined ? options.destroyStore(store) : store.close?.()),
+  );
 
   options.describe(`${options.name}: fuzz`, () => {
     define(

@@ -1,5 +1,5 @@
 import { ConfigurationError } from '@idempotent-tools/core';
-import type { ExpectLike } from './expect.js';
+import { type DriverCaseOptions, driverCases } from './fixture-tests.js';
 
 /** How one user message is sent: the words, in one of the shapes the framework takes. */
 export interface SayOptions {
@@ -81,14 +81,7 @@ export interface TurnIdentityDriver {
   close?(): Promise<void>;
 }
 
-export interface TurnIdentityCaseOptions {
-  /** Label of the outer `describe`, e.g. `'ai-sdk: streamText over @ai-sdk/openai'`. */
-  name: string;
-  describe: (name: string, fn: () => void) => void;
-  test: (name: string, fn: () => Promise<void>, timeoutMs?: number) => void;
-  expect: ExpectLike;
-  /** A fresh driver (fresh store, fresh effect count) for one case. */
-  createDriver: () => TurnIdentityDriver | Promise<TurnIdentityDriver>;
+export interface TurnIdentityCaseOptions extends DriverCaseOptions<TurnIdentityDriver> {
   /**
    * What the driver supports, known before a driver is made (the cases are defined then):
    * the same fields as on the driver. @default nothing beyond the five core cases
@@ -102,8 +95,6 @@ export interface TurnIdentityCaseOptions {
    * @default ConfigurationError.isInstance
    */
   isDeveloperError?: (error: unknown) => boolean;
-  /** Timeout of one case, in ms (a hang detector, far above any real run). @default 600000 */
-  timeoutMs?: number;
 }
 
 const PROMPT = 'Cancel my subscription.';
@@ -136,26 +127,13 @@ async function errorOf(run: () => Promise<unknown>): Promise<unknown> {
  * 11. tools made idempotent twice: a developer error, nothing ran (never a wait for itself).
  */
 export function runTurnIdentityCases(options: TurnIdentityCaseOptions): void {
-  const { describe, test, expect } = options;
+  const { describe, expect } = options;
   const isDeveloperError = options.isDeveloperError ?? ConfigurationError.isInstance;
-  const timeout = options.timeoutMs ?? 600_000;
   const supports = options.supports ?? {};
   const methods = new Set(supports.methods ?? []);
   const shapes = supports.shapes ?? ['string'];
 
-  const define = (name: string, body: (driver: TurnIdentityDriver) => Promise<void>) =>
-    test(
-      name,
-      async () => {
-        const driver = await options.createDriver();
-        try {
-          await body(driver);
-        } finally {
-          await driver.close?.();
-        }
-      },
-      timeout,
-    );
+  const define = driverCases(options);
   /** A conversation method the driver declared in `supports.methods`. */
   const method = <K extends 'sayRepeatingCall' | 'sayAnsweredByTool' | 'sayReturningNothing'>(
     chat: TurnIdentityConversation,

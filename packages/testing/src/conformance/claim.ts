@@ -4,22 +4,9 @@ import type { ConformanceContext } from './types.js';
 
 /** The answers of `claim`: acquired, in_progress, completed (byte-exact, failed too), drift. */
 export function defineClaimTests<S extends IdempotencyStore>(ctx: ConformanceContext<S>): void {
-  const {
-    describe,
-    expect,
-    define,
-    ms,
-    tolerance,
-    LEASE,
-    key,
-    claimInput,
-    expectStatus,
-    acquire,
-    mustGet,
-    complete,
-    near,
-    expectStoreTime,
-  } = ctx;
+  const { describe, expect, define, ms, tolerance, LEASE } = ctx;
+  const { key, claimInput, expectStatus, acquire, mustGet, complete, near } = ctx.fixture;
+  const { expectStoreTime, claimed } = ctx.fixture;
 
   describe('claim', () => {
     define(
@@ -97,9 +84,7 @@ export function defineClaimTests<S extends IdempotencyStore>(ctx: ConformanceCon
     define(
       'a failed outcome is replayed as status completed with state failed',
       async ({ store }) => {
-        const k = key();
-        const owner = claimInput(k);
-        await acquire(store, owner);
+        const { k, owner } = await claimed(store);
         const outcome = '{"error":{"name":"CardDeclined","message":"Karte abgelehnt – “nein”\\n"}}';
         await complete(store, k, owner.token, 'failed', outcome);
 

@@ -1,28 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import { createIdempotency, type IdempotencyStore } from '@idempotent-tools/core';
 import { sleep } from '../clock.js';
-import { FP_A, FP_B, LONG_LEASE, LONG_TTL } from './shared.js';
+import { FP_A, FP_B, LONG_LEASE } from './shared.js';
 import type { ConformanceContext } from './types.js';
 
 /** Races: one call runs once, one claim acquires, one of two competing writes wins. */
 export function defineConcurrencyTests<S extends IdempotencyStore>(
   ctx: ConformanceContext<S>,
 ): void {
-  const {
-    describe,
-    expect,
-    define,
-    ms,
-    LEASE,
-    concurrency,
-    executorConcurrency,
-    key,
-    claimInput,
-    expectStatus,
-    acquire,
-    mustGet,
-    count,
-  } = ctx;
+  const { describe, expect, define, concurrency, executorConcurrency } = ctx;
+  const { key, claimInput, expectStatus, mustGet, completeInput, count } = ctx.fixture;
+  const { acquireOwners, raceTakeovers } = ctx.fixture;
 
   describe('concurrency', () => {
     define(
@@ -88,21 +75,11 @@ export function defineConcurrencyTests<S extends IdempotencyStore>(
     });
 
     define('concurrent complete and release by the owner: exactly one wins', async ({ store }) => {
-      const base = key();
-      const owners = Array.from({ length: Math.min(concurrency, 20) }, (_, i) =>
-        claimInput(`${base}-${i}`),
-      );
-      for (const input of owners) await acquire(store, input);
+      const owners = await acquireOwners(store);
       const races = await Promise.all(
         owners.map((input) =>
           Promise.all([
-            store.complete({
-              key: input.key,
-              token: input.token,
-              state: 'completed',
-              outcome: '"won"',
-              ttlMs: LONG_TTL,
-            }),
+            store.complete(completeInput(input.key, input.token, 'completed', '"won"')),
             store.release(input.key, input.token),
           ]),
         ),
@@ -118,26 +95,8 @@ export function defineConcurrencyTests<S extends IdempotencyStore>(
     define(
       'concurrent renew by the stale owner and takeover: exactly one wins',
       async ({ store, clock }) => {
-        const base = key();
-        const owners = Array.from({ length: Math.min(concurrency, 20) }, (_, i) =>
-          claimInput(`${base}-${i}`, { leaseMs: LEASE, ttlMs: LONG_TTL }),
-        );
-        for (const input of owners) await acquire(store, input);
-        await clock.advance(ms(150));
-        const takers = owners.map(() => randomUUID());
-        const races = await Promise.all(
-          owners.map((input, i) =>
-            Promise.all([
-              store.renew(input.key, input.token, LONG_LEASE),
-              store.takeover({
-                key: input.key,
-                staleToken: input.token,
-                token: takers[i]!,
-                leaseMs: LONG_LEASE,
-                ttlMs: LONG_TTL,
-              }),
-            ]),
-          ),
+        const { owners, takers, races } = await raceTakeovers(store, clock, (input) =>
+          store.renew(input.key, input.token, LONG_LEASE),
         );
         for (const [i, [renewed, taken]] of races.entries()) {
           expect(Number(renewed) + Number(taken)).toBe(1);

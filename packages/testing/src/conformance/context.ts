@@ -2,14 +2,23 @@ import { randomUUID } from 'node:crypto';
 import type {
   ClaimInput,
   ClaimResult,
+  CompleteInput,
   IdempotencyRecord,
   IdempotencyStore,
+  TakeoverInput,
 } from '@idempotent-tools/core';
-import { createTestClock } from '../clock.js';
+import { createTestClock, type TestClock } from '../clock.js';
+import { fixtureTests } from '../fixture-tests.js';
 import { inWindow, type Window } from '../timing.js';
 import { uniqueKey } from '../unique-key.js';
 import { FP_A, LONG_LEASE, LONG_TTL } from './shared.js';
-import type { ConformanceContext, StoreConformanceOptions, TestContext, Timing } from './types.js';
+import type {
+  ConformanceContext,
+  ConformanceFixture,
+  StoreConformanceOptions,
+  TestContext,
+  Timing,
+} from './types.js';
 
 /** A window counts as kept only when this many ms of it are left (store clocks round to ms). */
 const WINDOW_MARGIN = 3;
@@ -46,22 +55,20 @@ export function createConformanceContext<S extends IdempotencyStore>(
   const LEASE = ms(100);
   const TTL = ms(300);
 
-  const define = (name: string, body: (ctx: TestContext<S>) => Promise<void>): void => {
-    options.test(
-      name,
+  /** Tests of `timeout` ms, each with a fresh store and the clock it reads, destroyed after it. */
+  const withStore = (timeout: number) =>
+    fixtureTests<TestContext<S>>(
+      options.test,
+      timeout,
       async () => {
         const clock = createTestClock({ mode });
-        const store = await options.createStore({ clock });
-        try {
-          await body({ store, clock });
-        } finally {
-          if (options.destroyStore !== undefined) await options.destroyStore(store);
-          else await store.close?.();
-        }
+        return { clock, store: await options.createStore({ clock }) };
       },
-      timeoutMs,
+      ({ store }) =>
+        options.destroyStore !== undefined ? options.destroyStore(store) : store.close?.(),
     );
-  };
+  const define = withStore(timeoutMs);
+  const defineWithWindow = withStore(mode === 'real' ? timeoutMs * 4 : timeoutMs);
 
   /**
    * A clause that needs a window of real time: in `real` mode the body runs with every duration
@@ -76,38 +83,26 @@ export function createConformanceContext<S extends IdempotencyStore>(
   const defineTimed = (
     name: string,
     body: (ctx: TestContext<S> & { t: Timing }) => Promise<void>,
-  ): void => {
-    options.test(
-      name,
-      async () => {
-        const clock = createTestClock({ mode });
-        const store = await options.createStore({ clock });
-        try {
-          const attempt = (window: Window) =>
-            body({
-              store,
-              clock,
-              t: {
-                ms: (base) => ms(base) * window.factor,
-                within: (since, duration) => {
-                  const elapsed = clock.now() - since;
-                  window.within(
-                    mode === 'virtual' || elapsed < duration - WINDOW_MARGIN,
-                    `${elapsed} ms had passed of a ${duration} ms window`,
-                  );
-                },
-              },
-            });
-          if (mode === 'virtual') await attempt({ factor: 1, ms: (b) => b, within: () => {} });
-          else await inWindow(attempt, `conformance: ${options.name}`);
-        } finally {
-          if (options.destroyStore !== undefined) await options.destroyStore(store);
-          else await store.close?.();
-        }
-      },
-      mode === 'real' ? timeoutMs * 4 : timeoutMs,
-    );
-  };
+  ): void =>
+    defineWithWindow(name, async ({ store, clock }) => {
+      const attempt = (window: Window) =>
+        body({
+          store,
+          clock,
+          t: {
+            ms: (base) => ms(base) * window.factor,
+            within: (since, duration) => {
+              const elapsed = clock.now() - since;
+              window.within(
+                mode === 'virtual' || elapsed < duration - WINDOW_MARGIN,
+                `${elapsed} ms had passed of a ${duration} ms window`,
+              );
+            },
+          },
+        });
+      if (mode === 'virtual') await attempt({ factor: 1, ms: (b) => b, within: () => {} });
+      else await inWindow(attempt, `conformance: ${options.name}`);
+    });
 
   // ---- helpers (they assert through the caller's `expect`) ----
 
@@ -145,15 +140,23 @@ export function createConformanceContext<S extends IdempotencyStore>(
     return record;
   };
 
-  const complete = async (
-    store: IdempotencyStore,
+  const completeInput = (
     k: string,
     token: string,
     state: 'completed' | 'failed' = 'completed',
     outcome = '{"ok":true}',
     ttlMs = LONG_TTL,
+  ): CompleteInput => ({ key: k, token, state, outcome, ttlMs });
+
+  const complete = async (
+    store: IdempotencyStore,
+    k: string,
+    token: string,
+    state?: 'completed' | 'failed',
+    outcome?: string,
+    ttlMs?: number,
   ): Promise<void> => {
-    expect(await store.complete({ key: k, token, state, outcome, ttlMs })).toBe(true);
+    expect(await store.complete(completeInput(k, token, state, outcome, ttlMs))).toBe(true);
   };
 
   const near = (actual: number, expected: number, within: number): void => {
@@ -171,6 +174,92 @@ export function createConformanceContext<S extends IdempotencyStore>(
   const count = (results: readonly (boolean | ClaimResult)[], what: boolean | string): number =>
     results.filter((r) => (typeof r === 'boolean' ? r === what : r.status === what)).length;
 
+  const claimed = async (store: IdempotencyStore, overrides: Partial<ClaimInput> = {}) => {
+    const k = key();
+    const owner = claimInput(k, overrides);
+    return { k, owner, record: await acquire(store, owner) };
+  };
+
+  const finished = async (store: IdempotencyStore, k: string, state: 'completed' | 'failed') => {
+    const owner = claimInput(k);
+    await acquire(store, owner);
+    await complete(store, k, owner.token, state, `"${state}"`);
+    return { owner, record: await mustGet(store, k) };
+  };
+
+  const staleOwner = async (store: IdempotencyStore, clock: TestClock) => {
+    const stale = await claimed(store, { leaseMs: LEASE });
+    await clock.advance(ms(150));
+    return stale;
+  };
+
+  const takeoverInput = (
+    k: string,
+    staleToken: string,
+    overrides: Partial<TakeoverInput> = {},
+  ): TakeoverInput => ({
+    key: k,
+    staleToken,
+    token: randomUUID(),
+    leaseMs: LONG_LEASE,
+    ttlMs: LONG_TTL,
+    ...overrides,
+  });
+
+  const takenOver = async (store: IdempotencyStore, clock: TestClock) => {
+    const stale = await staleOwner(store, clock);
+    const takeover = takeoverInput(stale.k, stale.owner.token);
+    expect(await store.takeover(takeover)).toBe(true);
+    return { ...stale, takeover };
+  };
+
+  const acquireOwners = async (store: IdempotencyStore, overrides: Partial<ClaimInput> = {}) => {
+    const base = key();
+    const owners = Array.from({ length: Math.min(concurrency, 20) }, (_, i) =>
+      claimInput(`${base}-${i}`, overrides),
+    );
+    for (const input of owners) await acquire(store, input);
+    return owners;
+  };
+
+  const raceTakeovers = async <T>(
+    store: IdempotencyStore,
+    clock: TestClock,
+    rival: (owner: ClaimInput) => Promise<T>,
+  ) => {
+    const owners = await acquireOwners(store, { leaseMs: LEASE, ttlMs: LONG_TTL });
+    await clock.advance(ms(150));
+    const takers = owners.map(() => randomUUID());
+    const races = await Promise.all(
+      owners.map((owner, i) =>
+        Promise.all([
+          rival(owner),
+          store.takeover(takeoverInput(owner.key, owner.token, { token: takers[i]! })),
+        ]),
+      ),
+    );
+    return { owners, takers, races };
+  };
+
+  const fixture: ConformanceFixture = {
+    key,
+    claimInput,
+    expectStatus,
+    acquire,
+    mustGet,
+    complete,
+    completeInput,
+    near,
+    expectStoreTime,
+    count,
+    claimed,
+    finished,
+    staleOwner,
+    takeoverInput,
+    takenOver,
+    acquireOwners,
+    raceTakeovers,
+  };
   return {
     options,
     describe,
@@ -184,14 +273,6 @@ export function createConformanceContext<S extends IdempotencyStore>(
     TTL,
     define,
     defineTimed,
-    key,
-    claimInput,
-    expectStatus,
-    acquire,
-    mustGet,
-    complete,
-    near,
-    expectStoreTime,
-    count,
+    fixture,
   };
 }

@@ -5,42 +5,22 @@ import type { ConformanceContext } from './types.js';
 
 /** Only the owner's token completes, releases or renews; `complete` is accepted once. */
 export function defineFencingTests<S extends IdempotencyStore>(ctx: ConformanceContext<S>): void {
-  const {
-    describe,
-    expect,
-    define,
-    ms,
-    LEASE,
-    key,
-    claimInput,
-    expectStatus,
-    acquire,
-    mustGet,
-    complete,
-  } = ctx;
+  const { describe, expect, define } = ctx;
+  const { key, claimInput, expectStatus, acquire, mustGet, complete, completeInput } = ctx.fixture;
+  const { claimed, finished, staleOwner, takenOver } = ctx.fixture;
 
   describe('fencing', () => {
     define(
       'complete, release and renew with a wrong token return false and change nothing',
       async ({ store }) => {
-        const k = key();
-        const owner = claimInput(k);
-        await acquire(store, owner);
+        const { k, owner } = await claimed(store);
         const other = claimInput(key('other'));
         await acquire(store, other);
         const before = await mustGet(store, k);
 
         // randomUUID() is lower case, so the upper-cased owner token differs only in case.
         for (const token of [randomUUID(), other.token, '', owner.token.toUpperCase()]) {
-          expect(
-            await store.complete({
-              key: k,
-              token,
-              state: 'completed',
-              outcome: '"x"',
-              ttlMs: LONG_TTL,
-            }),
-          ).toBe(false);
+          expect(await store.complete(completeInput(k, token, 'completed', '"x"'))).toBe(false);
           expect(await store.release(k, token)).toBe(false);
           expect(await store.renew(k, token, LONG_LEASE * 2)).toBe(false);
         }
@@ -51,36 +31,17 @@ export function defineFencingTests<S extends IdempotencyStore>(ctx: ConformanceC
     define(
       'after a takeover the old token can no longer complete, release or renew',
       async ({ store, clock }) => {
-        const k = key();
-        const owner = claimInput(k, { leaseMs: LEASE });
-        await acquire(store, owner);
-        await clock.advance(ms(150));
-        const token = randomUUID();
-        expect(
-          await store.takeover({
-            key: k,
-            staleToken: owner.token,
-            token,
-            leaseMs: LONG_LEASE,
-            ttlMs: LONG_TTL,
-          }),
-        ).toBe(true);
+        const { k, owner, takeover } = await takenOver(store, clock);
         const before = await mustGet(store, k);
 
-        expect(
-          await store.complete({
-            key: k,
-            token: owner.token,
-            state: 'completed',
-            outcome: '"late"',
-            ttlMs: LONG_TTL,
-          }),
-        ).toBe(false);
+        expect(await store.complete(completeInput(k, owner.token, 'completed', '"late"'))).toBe(
+          false,
+        );
         expect(await store.release(k, owner.token)).toBe(false);
         expect(await store.renew(k, owner.token, LONG_LEASE)).toBe(false);
         expect(await mustGet(store, k)).toEqual(before);
 
-        await complete(store, k, token, 'completed', '"new owner"');
+        await complete(store, k, takeover.token, 'completed', '"new owner"');
         expect((await mustGet(store, k)).outcome).toBe('"new owner"');
       },
     );
@@ -88,9 +49,7 @@ export function defineFencingTests<S extends IdempotencyStore>(ctx: ConformanceC
     define(
       'complete is accepted once: a second complete with another outcome or state returns false and keeps the first',
       async ({ store }) => {
-        const k = key();
-        const owner = claimInput(k);
-        await acquire(store, owner);
+        const { k, owner } = await claimed(store);
         await complete(store, k, owner.token, 'completed', '"first"');
         const before = await mustGet(store, k);
         for (const [state, outcome] of [
@@ -118,10 +77,7 @@ export function defineFencingTests<S extends IdempotencyStore>(ctx: ConformanceC
         const base = key();
         for (const state of ['completed', 'failed'] as const) {
           const k = `${base}-${state}`;
-          const owner = claimInput(k);
-          await acquire(store, owner);
-          await complete(store, k, owner.token, state, `"${state}"`);
-          const before = await mustGet(store, k);
+          const { owner, record: before } = await finished(store, k, state);
           expect(await store.release(k, owner.token)).toBe(false);
           expect(await store.renew(k, owner.token, LONG_LEASE)).toBe(false);
           expect(await mustGet(store, k)).toEqual(before);
@@ -133,10 +89,7 @@ export function defineFencingTests<S extends IdempotencyStore>(ctx: ConformanceC
     define(
       'the owner may complete after its lease ran out as long as nobody took over',
       async ({ store, clock }) => {
-        const k = key();
-        const owner = claimInput(k, { leaseMs: LEASE });
-        await acquire(store, owner);
-        await clock.advance(ms(150));
+        const { k, owner } = await staleOwner(store, clock);
         expectStatus(await store.claim(claimInput(k)), 'stale');
         await complete(store, k, owner.token, 'completed', '"late but mine"');
         const result = expectStatus(await store.claim(claimInput(k)), 'completed');

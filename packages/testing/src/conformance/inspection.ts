@@ -13,19 +13,8 @@ import type { ConformanceContext } from './types.js';
 export function defineInspectionTests<S extends IdempotencyStore>(
   ctx: ConformanceContext<S>,
 ): void {
-  const {
-    describe,
-    expect,
-    define,
-    ms,
-    LEASE,
-    key,
-    claimInput,
-    acquire,
-    mustGet,
-    complete,
-    expectStoreTime,
-  } = ctx;
+  const { describe, expect, define, ms, LEASE } = ctx;
+  const { key, claimInput, acquire, mustGet, complete, expectStoreTime } = ctx.fixture;
 
   describe('inspection (list, stats: optional)', () => {
     /**

@@ -9,7 +9,8 @@ import type { ConformanceContext } from './types.js';
 
 /** A record the store cannot read is a `RecordIntegrityError`, never `StoreUnavailableError`. */
 export function defineIntegrityTests<S extends IdempotencyStore>(ctx: ConformanceContext<S>): void {
-  const { describe, expect, define, options, key, claimInput } = ctx;
+  const { describe, expect, define, options } = ctx;
+  const { key, claimInput } = ctx.fixture;
 
   describe('integrity', () => {
     define(

@@ -4,8 +4,8 @@ import type { ConformanceContext } from './types.js';
 
 /** Keys with awkward characters are independent records; malformed text is refused or kept. */
 export function defineKeyTests<S extends IdempotencyStore>(ctx: ConformanceContext<S>): void {
-  const { describe, expect, define, key, claimInput, expectStatus, acquire, mustGet, complete } =
-    ctx;
+  const { describe, expect, define } = ctx;
+  const { key, claimInput, expectStatus, acquire, mustGet, complete } = ctx.fixture;
   describe('keys', () => {
     define(
       'malformed text (a lone surrogate) in meta or outcome: refused with InvalidInputError, or kept byte-exact',

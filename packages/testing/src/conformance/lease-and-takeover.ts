@@ -1,32 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { IdempotencyStore } from '@idempotent-tools/core';
-import { FP_A, LONG_LEASE, LONG_TTL } from './shared.js';
+import { FP_A } from './shared.js';
 import type { ConformanceContext } from './types.js';
 
 /** A lease that ran out is `stale`; `takeover` moves ownership once, only from a stale lease. */
 export function defineLeaseAndTakeoverTests<S extends IdempotencyStore>(
   ctx: ConformanceContext<S>,
 ): void {
-  const {
-    describe,
-    expect,
-    define,
-    defineTimed,
-    ms,
-    tolerance,
-    LEASE,
-    TTL,
-    concurrency,
-    key,
-    claimInput,
-    expectStatus,
-    acquire,
-    mustGet,
-    complete,
-    near,
-    expectStoreTime,
-    count,
-  } = ctx;
+  const { describe, expect, define, defineTimed, ms, tolerance, LEASE, TTL, concurrency } = ctx;
+  const { key, claimInput, expectStatus, acquire, mustGet, complete, near } = ctx.fixture;
+  const { expectStoreTime, count, claimed, staleOwner, takeoverInput } = ctx.fixture;
 
   describe('lease and takeover', () => {
     defineTimed(
@@ -55,23 +38,13 @@ export function defineLeaseAndTakeoverTests<S extends IdempotencyStore>(
     define(
       'takeover with the stale token moves ownership, with a fresh lease and the same createdAt',
       async ({ store, clock }) => {
-        const k = key();
-        const owner = claimInput(k, { leaseMs: LEASE });
-        const original = await acquire(store, owner);
-        await clock.advance(ms(150));
+        const { k, owner, record: original } = await staleOwner(store, clock);
         expectStatus(await store.claim(claimInput(k)), 'stale');
 
-        const token = randomUUID();
+        const taking = takeoverInput(k, owner.token, { leaseMs: 30_000, ttlMs: 60_000 });
+        const { token } = taking;
         const before = clock.now();
-        expect(
-          await store.takeover({
-            key: k,
-            staleToken: owner.token,
-            token,
-            leaseMs: 30_000,
-            ttlMs: 60_000,
-          }),
-        ).toBe(true);
+        expect(await store.takeover(taking)).toBe(true);
         const after = clock.now();
 
         const record = await mustGet(store, k);
@@ -94,21 +67,11 @@ export function defineLeaseAndTakeoverTests<S extends IdempotencyStore>(
     define(
       'takeover with a wrong stale token returns false and changes nothing',
       async ({ store, clock }) => {
-        const k = key();
-        const owner = claimInput(k, { leaseMs: LEASE });
-        await acquire(store, owner);
-        await clock.advance(ms(150));
+        const { k, owner } = await staleOwner(store, clock);
         const before = await mustGet(store, k);
         for (const staleToken of [randomUUID(), '', `${owner.token} `]) {
-          expect(
-            await store.takeover({
-              key: k,
-              staleToken,
-              token: randomUUID(),
-              leaseMs: LEASE,
-              ttlMs: TTL,
-            }),
-          ).toBe(false);
+          const taking = takeoverInput(k, staleToken, { leaseMs: LEASE, ttlMs: TTL });
+          expect(await store.takeover(taking)).toBe(false);
         }
         expect(await mustGet(store, k)).toEqual(before);
         expectStatus(await store.claim(claimInput(k)), 'stale');
@@ -118,19 +81,9 @@ export function defineLeaseAndTakeoverTests<S extends IdempotencyStore>(
     define(
       'takeover while the lease is live returns false and changes nothing',
       async ({ store }) => {
-        const k = key();
-        const owner = claimInput(k);
-        await acquire(store, owner);
+        const { k, owner } = await claimed(store);
         const before = await mustGet(store, k);
-        expect(
-          await store.takeover({
-            key: k,
-            staleToken: owner.token,
-            token: randomUUID(),
-            leaseMs: LONG_LEASE,
-            ttlMs: LONG_TTL,
-          }),
-        ).toBe(false);
+        expect(await store.takeover(takeoverInput(k, owner.token))).toBe(false);
         expect(await mustGet(store, k)).toEqual(before);
       },
     );
@@ -150,15 +103,8 @@ export function defineLeaseAndTakeoverTests<S extends IdempotencyStore>(
         await clock.advance(ms(150));
         for (const { state, input } of owners) {
           const before = await mustGet(store, input.key);
-          expect(
-            await store.takeover({
-              key: input.key,
-              staleToken: input.token,
-              token: randomUUID(),
-              leaseMs: LEASE,
-              ttlMs: TTL,
-            }),
-          ).toBe(false);
+          const taking = takeoverInput(input.key, input.token, { leaseMs: LEASE, ttlMs: TTL });
+          expect(await store.takeover(taking)).toBe(false);
           const record = await mustGet(store, input.key);
           expect(record).toEqual(before);
           expect(record.state).toBe(state);
@@ -168,36 +114,18 @@ export function defineLeaseAndTakeoverTests<S extends IdempotencyStore>(
 
     define('takeover of a missing key returns false and creates nothing', async ({ store }) => {
       const k = key();
-      expect(
-        await store.takeover({
-          key: k,
-          staleToken: randomUUID(),
-          token: randomUUID(),
-          leaseMs: LEASE,
-          ttlMs: TTL,
-        }),
-      ).toBe(false);
+      const taking = takeoverInput(k, randomUUID(), { leaseMs: LEASE, ttlMs: TTL });
+      expect(await store.takeover(taking)).toBe(false);
       expect(await store.get(k)).toBeUndefined();
     });
 
     define(
       'concurrent takeovers of one stale record: exactly one wins',
       async ({ store, clock }) => {
-        const k = key();
-        const owner = claimInput(k, { leaseMs: LEASE });
-        await acquire(store, owner);
-        await clock.advance(ms(150));
+        const { k, owner } = await staleOwner(store, clock);
         const tokens = Array.from({ length: Math.min(concurrency, 20) }, () => randomUUID());
         const results = await Promise.all(
-          tokens.map((token) =>
-            store.takeover({
-              key: k,
-              staleToken: owner.token,
-              token,
-              leaseMs: LONG_LEASE,
-              ttlMs: LONG_TTL,
-            }),
-          ),
+          tokens.map((token) => store.takeover(takeoverInput(k, owner.token, { token }))),
         );
         expect(count(results, true)).toBe(1);
         const winner = tokens[results.indexOf(true)];

@@ -6,24 +6,12 @@ import type { ConformanceContext } from './types.js';
 export function defineReleaseAndRenewTests<S extends IdempotencyStore>(
   ctx: ConformanceContext<S>,
 ): void {
-  const {
-    describe,
-    expect,
-    define,
-    defineTimed,
-    key,
-    claimInput,
-    expectStatus,
-    acquire,
-    mustGet,
-    expectStoreTime,
-  } = ctx;
+  const { describe, expect, define, defineTimed } = ctx;
+  const { key, claimInput, expectStatus, acquire, mustGet, expectStoreTime, claimed } = ctx.fixture;
 
   describe('release and renew', () => {
     define('release deletes the record and the key can be claimed again', async ({ store }) => {
-      const k = key();
-      const owner = claimInput(k);
-      await acquire(store, owner);
+      const { k, owner } = await claimed(store);
       expect(await store.release(k, owner.token)).toBe(true);
       expect(await store.get(k)).toBeUndefined();
       expect(await store.release(k, owner.token)).toBe(false);

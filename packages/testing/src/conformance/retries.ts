@@ -5,22 +5,9 @@ import type { ConformanceContext } from './types.js';
 
 /** Every operation may be sent again (its reply was lost) and means what it meant at first. */
 export function defineRetryTests<S extends IdempotencyStore>(ctx: ConformanceContext<S>): void {
-  const {
-    describe,
-    expect,
-    define,
-    defineTimed,
-    options,
-    ms,
-    LEASE,
-    concurrency,
-    key,
-    claimInput,
-    expectStatus,
-    acquire,
-    mustGet,
-    complete,
-  } = ctx;
+  const { describe, expect, define, defineTimed, options } = ctx;
+  const { key, claimInput, expectStatus, acquire, mustGet, complete, completeInput } = ctx.fixture;
+  const { claimed, finished, takeoverInput, takenOver, raceTakeovers } = ctx.fixture;
 
   describe('retries: every operation may be sent again (its reply was lost)', () => {
     define(
@@ -57,10 +44,7 @@ export function defineRetryTests<S extends IdempotencyStore>(ctx: ConformanceCon
         const base = key();
         for (const state of ['completed', 'failed'] as const) {
           const k = `${base}-${state}`;
-          const owner = claimInput(k);
-          await acquire(store, owner);
-          await complete(store, k, owner.token, state, `"${state}"`);
-          const before = await mustGet(store, k);
+          const { owner, record: before } = await finished(store, k, state);
           const result = expectStatus(await store.claim(owner), 'completed');
           expect(result.record).toEqual(before);
           expectStatus(await store.claim({ ...owner, fingerprint: FP_B }), 'drift');
@@ -80,20 +64,16 @@ export function defineRetryTests<S extends IdempotencyStore>(ctx: ConformanceCon
       'a claim sent again with its own token after its lease ran out acquires with a renewed lease: the old lease can no longer be taken over',
       async ({ store, clock, t }) => {
         const lease = t.ms(100);
-        const k = key();
-        const owner = claimInput(k, { leaseMs: lease, ttlMs: LONG_TTL });
-        const original = await acquire(store, owner);
+        const {
+          k,
+          owner,
+          record: original,
+        } = await claimed(store, { leaseMs: lease, ttlMs: LONG_TTL });
         await clock.advance(t.ms(150));
         expectStatus(await store.claim(claimInput(k)), 'stale');
         const reclaimedAt = clock.now();
         const again = expectStatus(await store.claim(owner), 'acquired');
-        const taken = await store.takeover({
-          key: k,
-          staleToken: owner.token,
-          token: randomUUID(),
-          leaseMs: LONG_LEASE,
-          ttlMs: LONG_TTL,
-        });
+        const taken = await store.takeover(takeoverInput(k, owner.token));
         const other = await store.claim(claimInput(k));
         t.within(reclaimedAt, lease);
         expect(again.token).toBe(owner.token);
@@ -111,26 +91,8 @@ export function defineRetryTests<S extends IdempotencyStore>(ctx: ConformanceCon
     define(
       'concurrent own-token claim and takeover of a stale record: exactly one wins',
       async ({ store, clock }) => {
-        const base = key();
-        const owners = Array.from({ length: Math.min(concurrency, 20) }, (_, i) =>
-          claimInput(`${base}-${i}`, { leaseMs: LEASE, ttlMs: LONG_TTL }),
-        );
-        for (const input of owners) await acquire(store, input);
-        await clock.advance(ms(150));
-        const takers = owners.map(() => randomUUID());
-        const races = await Promise.all(
-          owners.map((input, i) =>
-            Promise.all([
-              store.claim({ ...input, leaseMs: LONG_LEASE }),
-              store.takeover({
-                key: input.key,
-                staleToken: input.token,
-                token: takers[i]!,
-                leaseMs: LONG_LEASE,
-                ttlMs: LONG_TTL,
-              }),
-            ]),
-          ),
+        const { owners, takers, races } = await raceTakeovers(store, clock, (input) =>
+          store.claim({ ...input, leaseMs: LONG_LEASE }),
         );
         for (const [i, [claimed, taken]] of races.entries()) {
           expect(Number(claimed.status === 'acquired') + Number(taken)).toBe(1);
@@ -153,7 +115,7 @@ export function defineRetryTests<S extends IdempotencyStore>(ctx: ConformanceCon
             const k = `${base}-${state}-${i}`;
             const owner = claimInput(k);
             await acquire(store, owner);
-            const input = { key: k, token: owner.token, state, outcome, ttlMs: LONG_TTL };
+            const input = completeInput(k, owner.token, state, outcome);
             expect(await store.complete(input)).toBe(true);
             const before = await mustGet(store, k);
             expect(await store.complete(input)).toBe(true);
@@ -175,31 +137,12 @@ export function defineRetryTests<S extends IdempotencyStore>(ctx: ConformanceCon
     define(
       'complete sent again by the owner after another attempt took over and finished returns false',
       async ({ store, clock }) => {
-        const k = key();
-        const owner = claimInput(k, { leaseMs: LEASE });
-        await acquire(store, owner);
-        await clock.advance(ms(150));
-        const token = randomUUID();
-        expect(
-          await store.takeover({
-            key: k,
-            staleToken: owner.token,
-            token,
-            leaseMs: LONG_LEASE,
-            ttlMs: LONG_TTL,
-          }),
-        ).toBe(true);
-        await complete(store, k, token, 'completed', '"same"');
+        const { k, owner, takeover } = await takenOver(store, clock);
+        await complete(store, k, takeover.token, 'completed', '"same"');
         const before = await mustGet(store, k);
-        expect(
-          await store.complete({
-            key: k,
-            token: owner.token,
-            state: 'completed',
-            outcome: '"same"',
-            ttlMs: LONG_TTL,
-          }),
-        ).toBe(false);
+        expect(await store.complete(completeInput(k, owner.token, 'completed', '"same"'))).toBe(
+          false,
+        );
         expect(await mustGet(store, k)).toEqual(before);
       },
     );
@@ -207,18 +150,7 @@ export function defineRetryTests<S extends IdempotencyStore>(ctx: ConformanceCon
     define(
       'takeover sent again by the new owner returns true and changes nothing; by anyone else false',
       async ({ store, clock }) => {
-        const k = key();
-        const owner = claimInput(k, { leaseMs: LEASE });
-        await acquire(store, owner);
-        await clock.advance(ms(150));
-        const input = {
-          key: k,
-          staleToken: owner.token,
-          token: randomUUID(),
-          leaseMs: LONG_LEASE,
-          ttlMs: LONG_TTL,
-        };
-        expect(await store.takeover(input)).toBe(true);
+        const { k, takeover: input } = await takenOver(store, clock);
         const before = await mustGet(store, k);
         expect(await store.takeover(input)).toBe(true);
         expect(await store.takeover({ ...input, leaseMs: LONG_LEASE * 2 })).toBe(true);
@@ -236,9 +168,7 @@ export function defineRetryTests<S extends IdempotencyStore>(ctx: ConformanceCon
     define(
       'renew sent again by the owner returns true; release sent again returns false (it cannot be told from a release that lost)',
       async ({ store }) => {
-        const k = key();
-        const owner = claimInput(k);
-        await acquire(store, owner);
+        const { k, owner } = await claimed(store);
         expect(await store.renew(k, owner.token, LONG_LEASE)).toBe(true);
         expect(await store.renew(k, owner.token, LONG_LEASE)).toBe(true);
         expectStatus(await store.claim(claimInput(k)), 'in_progress');

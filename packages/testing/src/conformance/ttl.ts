@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { ClaimInput, IdempotencyRecord, IdempotencyStore } from '@idempotent-tools/core';
-import { FP_B, LONG_LEASE, LONG_TTL } from './shared.js';
+import { FP_B, LONG_LEASE } from './shared.js';
 import type { ConformanceContext } from './types.js';
 
 /**
@@ -8,30 +7,14 @@ import type { ConformanceContext } from './types.js';
  * removes them.
  */
 export function defineTtlTests<S extends IdempotencyStore>(ctx: ConformanceContext<S>): void {
-  const {
-    describe,
-    expect,
-    define,
-    defineTimed,
-    options,
-    mode,
-    ms,
-    tolerance,
-    key,
-    claimInput,
-    expectStatus,
-    acquire,
-    mustGet,
-    complete,
-    near,
-  } = ctx;
+  const { describe, expect, define, defineTimed, options, mode, ms, tolerance } = ctx;
+  const { key, claimInput, expectStatus, acquire, mustGet, complete, completeInput } = ctx.fixture;
+  const { near, claimed, takeoverInput } = ctx.fixture;
 
   describe('ttl', () => {
     defineTimed('a completed record disappears after its ttl', async ({ store, clock, t }) => {
       const ttl = t.ms(300);
-      const k = key();
-      const owner = claimInput(k, { leaseMs: t.ms(100) });
-      await acquire(store, owner);
+      const { k, owner } = await claimed(store, { leaseMs: t.ms(100) });
       const completedAt = clock.now();
       await complete(store, k, owner.token, 'completed', '"kept"', ttl);
       const record = await mustGet(store, k);
@@ -55,13 +38,9 @@ export function defineTtlTests<S extends IdempotencyStore>(ctx: ConformanceConte
       await acquire(store, owner);
       await clock.advance(t.ms(100));
       const completedAt = clock.now();
-      const stored = await store.complete({
-        key: k,
-        token: owner.token,
-        state: 'completed',
-        outcome: '"done"',
-        ttlMs: ttl,
-      });
+      const stored = await store.complete(
+        completeInput(k, owner.token, 'completed', '"done"', ttl),
+      );
       t.within(claimedAt, ttl); // completed before the claim's ttl ran out
       expect(stored).toBe(true);
       await clock.advance(t.ms(100)); // past the claim's ttl, inside the completion's
@@ -140,26 +119,14 @@ export function defineTtlTests<S extends IdempotencyStore>(ctx: ConformanceConte
 
       // One key per operation, so each one meets an expired record nothing else touched.
       const owner = (op: (typeof ops)[number]): ClaimInput => owners.get(op)!;
-      expect(
-        await store.complete({
-          key: owner('complete').key,
-          token: owner('complete').token,
-          state: 'completed',
-          outcome: '"too late"',
-          ttlMs: LONG_TTL,
-        }),
-      ).toBe(false);
+      const { key: late, token } = owner('complete');
+      expect(await store.complete(completeInput(late, token, 'completed', '"too late"'))).toBe(
+        false,
+      );
       expect(await store.release(owner('release').key, owner('release').token)).toBe(false);
       expect(await store.renew(owner('renew').key, owner('renew').token, LONG_LEASE)).toBe(false);
-      expect(
-        await store.takeover({
-          key: owner('takeover').key,
-          staleToken: owner('takeover').token,
-          token: randomUUID(),
-          leaseMs: LONG_LEASE,
-          ttlMs: LONG_TTL,
-        }),
-      ).toBe(false);
+      const taking = takeoverInput(owner('takeover').key, owner('takeover').token);
+      expect(await store.takeover(taking)).toBe(false);
       expect(await store.get(owner('get').key)).toBeUndefined();
       const fresh = await acquire(store, claimInput(owner('claim').key, { fingerprint: FP_B }));
       expect(fresh.createdAt).toBeGreaterThan(created.get('claim')!.createdAt);
@@ -192,13 +159,9 @@ export function defineTtlTests<S extends IdempotencyStore>(ctx: ConformanceConte
         for (const input of [...expiring, live]) await acquire(store, input);
         purgeLeftovers.set(store, (purgeLeftovers.get(store) ?? 0) + expiring.length);
         const done = expiring[2]!;
-        const completed = await store.complete({
-          key: done.key,
-          token: done.token,
-          state: 'completed',
-          outcome: '"done"',
-          ttlMs: ttl,
-        });
+        const completed = await store.complete(
+          completeInput(done.key, done.token, 'completed', '"done"', ttl),
+        );
         // Its lease (30 ms x the attempt's factor) must still have been live when it completed:
         // on a loaded machine it may not be, and the attempt proves nothing.
         if (!completed) t.within(startedAt, t.ms(30));

@@ -1,8 +1,10 @@
 import type {
   ClaimInput,
   ClaimResult,
+  CompleteInput,
   IdempotencyRecord,
   IdempotencyStore,
+  TakeoverInput,
 } from '@idempotent-tools/core';
 import type { TestClock } from '../clock.js';
 import type { ExpectLike } from '../expect.js';
@@ -85,8 +87,7 @@ export interface Timing {
 
 /**
  * What every clause group defines its tests with: the runner, the resolved options, the suite's
- * durations and the helpers that assert through the caller's `expect`. One per
- * `runStoreConformance` call (see `createConformanceContext`).
+ * durations and the fixture. One per `runStoreConformance` call (see `createConformanceContext`).
  * @internal
  */
 export interface ConformanceContext<S extends IdempotencyStore> {
@@ -110,6 +111,16 @@ export interface ConformanceContext<S extends IdempotencyStore> {
   define(name: string, body: (ctx: TestContext<S>) => Promise<void>): void;
   /** Register one test that needs a window of real time (see `createConformanceContext`). */
   defineTimed(name: string, body: (ctx: TestContext<S> & { t: Timing }) => Promise<void>): void;
+  /** The records every clause sets up, and the checks they share. */
+  fixture: ConformanceFixture;
+}
+
+/**
+ * The shared fixture of the clause groups: keys, claims and the records they set up, and the
+ * checks that assert through the caller's `expect`.
+ * @internal
+ */
+export interface ConformanceFixture {
   /** A key no other test uses: `conformance-<label>-<uuid>`. */
   key(label?: string): string;
   /** A claim of `k` with fingerprint `FP_A`, a fresh token, a long lease and TTL. */
@@ -132,10 +143,59 @@ export interface ConformanceContext<S extends IdempotencyStore> {
     outcome?: string,
     ttlMs?: number,
   ): Promise<void>;
+  /** A complete of `k` by `token`: `completed` with `{"ok":true}` and a long TTL by default. */
+  completeInput(
+    k: string,
+    token: string,
+    state?: 'completed' | 'failed',
+    outcome?: string,
+    ttlMs?: number,
+  ): CompleteInput;
   /** Require `actual` within `within` of `expected`. */
   near(actual: number, expected: number, within: number): void;
   /** A store timestamp read between local times `before` and `after`. */
   expectStoreTime(actual: number, before: number, after: number): void;
   /** How many of `results` are `what` (a boolean, or a claim status). */
   count(results: readonly (boolean | ClaimResult)[], what: boolean | string): number;
+  /** A fresh key, acquired by `claimInput(k, overrides)`: the key, the claim, the record. */
+  claimed(
+    store: IdempotencyStore,
+    overrides?: Partial<ClaimInput>,
+  ): Promise<{ k: string; owner: ClaimInput; record: IdempotencyRecord }>;
+  /**
+   * `k` acquired and completed in `state` with the outcome `"<state>"`: the claim and the
+   * finished record.
+   */
+  finished(
+    store: IdempotencyStore,
+    k: string,
+    state: 'completed' | 'failed',
+  ): Promise<{ owner: ClaimInput; record: IdempotencyRecord }>;
+  /**
+   * A fresh key acquired with the short lease (`LEASE`), then the clock moved past it
+   * (`ms(150)`): its owner is stale. Returns the key, the owner's claim and the acquired record.
+   */
+  staleOwner(
+    store: IdempotencyStore,
+    clock: TestClock,
+  ): Promise<{ k: string; owner: ClaimInput; record: IdempotencyRecord }>;
+  /** A takeover of `k` from `staleToken` by a fresh token, with a long lease and TTL. */
+  takeoverInput(k: string, staleToken: string, overrides?: Partial<TakeoverInput>): TakeoverInput;
+  /** A `staleOwner` whose record was then taken over (`takeover`, required to succeed). */
+  takenOver(
+    store: IdempotencyStore,
+    clock: TestClock,
+  ): Promise<{ k: string; owner: ClaimInput; record: IdempotencyRecord; takeover: TakeoverInput }>;
+  /** `min(concurrency, 20)` fresh keys, each acquired by its own claim; returns the claims. */
+  acquireOwners(store: IdempotencyStore, overrides?: Partial<ClaimInput>): Promise<ClaimInput[]>;
+  /**
+   * `acquireOwners` with the short lease, the clock moved past it, then for each owner at once
+   * `rival(owner)` and a takeover by a fresh token (`takers[i]`). `races[i]`: what the rival
+   * answered and whether the takeover succeeded.
+   */
+  raceTakeovers<T>(
+    store: IdempotencyStore,
+    clock: TestClock,
+    rival: (owner: ClaimInput) => Promise<T>,
+  ): Promise<{ owners: ClaimInput[]; takers: string[]; races: Array<[T, boolean]> }>;
 }

@@ -7,39 +7,34 @@ import type { ConformanceContext } from './types.js';
 export function defineWaitForChangeTests<S extends IdempotencyStore>(
   ctx: ConformanceContext<S>,
 ): void {
-  const { describe, expect, define, ms, key, claimInput, acquire, complete } = ctx;
+  const { describe, expect, define, ms } = ctx;
+  const { key, claimInput, acquire, complete, claimed } = ctx.fixture;
 
   describe('waitForChange', () => {
     // Long waits: resolving before the timeout proves a push woke the waiter, on any machine.
     const WAIT = ms(20_000);
 
-    define('waitForChange (when present) resolves promptly after complete', async ({ store }) => {
-      if (store.waitForChange === undefined) return;
-      const k = key();
-      const owner = claimInput(k);
-      await acquire(store, owner);
-      const waiting = watch(store.waitForChange(k, WAIT));
-      await sleep(ms(50));
-      expect(waiting.state()).toBe('pending');
-      const changedAt = performance.now();
-      await complete(store, k, owner.token);
-      expect(await waiting.settle(WAIT / 2)).toBe('resolved');
-      expect(performance.now() - changedAt).toBeLessThan(WAIT / 2);
-    });
-
-    define('waitForChange (when present) resolves promptly after release', async ({ store }) => {
-      if (store.waitForChange === undefined) return;
-      const k = key();
-      const owner = claimInput(k);
-      await acquire(store, owner);
-      const waiting = watch(store.waitForChange(k, WAIT));
-      await sleep(ms(50));
-      expect(waiting.state()).toBe('pending');
-      const changedAt = performance.now();
-      expect(await store.release(k, owner.token)).toBe(true);
-      expect(await waiting.settle(WAIT / 2)).toBe('resolved');
-      expect(performance.now() - changedAt).toBeLessThan(WAIT / 2);
-    });
+    /** How the owner of `k` changes it: the two changes a waiter is woken by. */
+    const changes: Record<string, (store: S, k: string, token: string) => Promise<void>> = {
+      complete: (store, k, token) => complete(store, k, token),
+      release: async (store, k, token) => expect(await store.release(k, token)).toBe(true),
+    };
+    for (const [change, run] of Object.entries(changes)) {
+      define(
+        `waitForChange (when present) resolves promptly after ${change}`,
+        async ({ store }) => {
+          if (store.waitForChange === undefined) return;
+          const { k, owner } = await claimed(store);
+          const waiting = watch(store.waitForChange(k, WAIT));
+          await sleep(ms(50));
+          expect(waiting.state()).toBe('pending');
+          const changedAt = performance.now();
+          await run(store, k, owner.token);
+          expect(await waiting.settle(WAIT / 2)).toBe('resolved');
+          expect(performance.now() - changedAt).toBeLessThan(WAIT / 2);
+        },
+      );
+    }
 
     define(
       'waitForChange (when present) resolves after its timeout when nothing happens',

@@ -18,8 +18,7 @@
  * conversation.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type ScriptedRequest, startScriptedHttp } from './http.js';
 
 /**
  * - `drop`: the request arrives, then the connection is closed without a response (the SDK
@@ -59,14 +58,8 @@ export interface ScriptedReply {
   toolUses?: Array<{ name: string; input: Record<string, unknown> | string }>;
 }
 
-export interface RecordedRequest {
-  index: number;
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: unknown;
-  fault: Fault | undefined;
-}
+/** One request as the server received it (its path without the query). */
+export type RecordedRequest = ScriptedRequest<Fault>;
 
 export interface ScriptedServerOptions {
   /** The scripted model. */
@@ -181,51 +174,27 @@ type Thread = { messages: Message[]; system: unknown; tools: unknown };
 
 /** Start the server; close it when done. */
 export async function startScriptedServer(options: ScriptedServerOptions): Promise<ScriptedServer> {
-  const faults = [...(options.faults ?? [])];
-  const requests: RecordedRequest[] = [];
   const threads = new Map<string, Thread>(); // by the id of the reply a thread continues from
   const tag = randomUUID().slice(0, 8);
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = raw;
-      try {
-        body = raw === '' ? undefined : JSON.parse(raw);
-      } catch {
-        // not JSON: keep the text
-      }
-      const path = (req.url ?? '/').replace(/\?.*$/, '');
-      const fault = faults.shift();
-      const recorded = { index: requests.length, method: req.method ?? 'GET', path, fault, body };
-      requests.push({ ...recorded, headers: req.headers });
-      if (fault === 'drop') return void req.socket.destroy();
-      if (fault === 'timeout') return; // never answered; closed with the server
-      const send = (status: number, payload: unknown) => {
-        const bytes = Buffer.from(JSON.stringify(payload));
-        res.writeHead(status, { 'content-type': 'application/json' });
-        if (fault !== 'truncate') return void res.end(bytes);
-        res.write(bytes.subarray(0, Math.floor(bytes.length / 2)));
-        setTimeout(() => req.socket.destroy(), 5);
-      };
-      const error = (status: number, type: string, message: string, details?: unknown) =>
-        send(status, {
-          type: 'error',
-          error: { type, message, ...(details === undefined ? {} : { details }) },
-        });
-      if (typeof fault === 'object') return error(fault.status, 'api_error', 'injected');
-      if (path !== '/v1/messages' || req.method !== 'POST') {
-        return error(404, 'not_found_error', `No route ${req.method} ${path}`);
+  const errorBody = (type: string, message: string, details?: unknown) => ({
+    type: 'error',
+    error: { type, message, ...(details === undefined ? {} : { details }) },
+  });
+  const { origin, ...server } = await startScriptedHttp<Fault>({
+    faults: options.faults,
+    path: (url) => url.replace(/\?.*$/, ''),
+    injected: () => errorBody('api_error', 'injected'),
+    handle: ({ index, method, path, body }, reply) => {
+      if (path !== '/v1/messages' || method !== 'POST') {
+        return reply.json(404, errorBody('not_found_error', `No route ${method} ${path}`));
       }
       const request = (body ?? {}) as Record<string, unknown>;
       const thread = request.thread as { type: string; previous_message_id?: string } | undefined;
       const previous =
         thread?.type === 'continue' ? threads.get(String(thread.previous_message_id)) : undefined;
       if (thread?.type === 'continue' && previous === undefined) {
-        return error(404, 'not_found_error', 'Thread not found.', {
-          error_code: 'thread_not_found',
-        });
+        const details = { error_code: 'thread_not_found' };
+        return reply.json(404, errorBody('not_found_error', 'Thread not found.', details));
       }
       const state: Thread = {
         messages: [...(previous?.messages ?? []), ...((request.messages ?? []) as Message[])],
@@ -233,30 +202,14 @@ export async function startScriptedServer(options: ScriptedServerOptions): Promi
         tools: previous?.tools ?? request.tools,
       };
       const turn = modelTurn(request, state.messages, state.system);
-      const message = replyMessage(turn, options.respond(turn), `${tag}_${recorded.index}`);
+      const message = replyMessage(turn, options.respond(turn), `${tag}_${index}`);
       if (thread !== undefined) {
-        const reply = { role: 'assistant', content: message.content };
-        threads.set(message.id, { ...state, messages: [...state.messages, reply] });
+        const answer = { role: 'assistant', content: message.content };
+        threads.set(message.id, { ...state, messages: [...state.messages, answer] });
       }
-      if (request.stream !== true) return send(200, message);
-      const events = streamEvents(message);
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      if (fault !== 'truncate') return void res.end(events.join(''));
-      // A broken stream: half of the events, then the connection is cut.
-      res.write(events.slice(0, Math.max(1, Math.floor(events.length / 2))).join(''));
-      setTimeout(() => req.socket.destroy(), 5);
-    });
+      if (request.stream !== true) return reply.json(200, message);
+      reply.events(streamEvents(message));
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    baseURL: `http://127.0.0.1:${port}`,
-    requests,
-    inject: (...more) => void faults.push(...more),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { baseURL: origin, ...server };
 }

@@ -8,8 +8,7 @@
  * `new GoogleGenAI({ apiKey: 'test', httpOptions: { baseUrl: server.baseUrl } })`.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type ScriptedRequest, startScriptedHttp } from './http.js';
 
 /**
  * - `drop`: the request arrives, then the connection is closed without a response.
@@ -49,16 +48,11 @@ export interface ScriptedReply {
   functionCalls?: Array<{ name: string; args?: Record<string, unknown> }>;
 }
 
-export interface RecordedRequest {
-  index: number;
-  method: string;
-  /** The path without the query (`/v1beta/models/m:generateContent`). */
-  path: string;
-  /** The request headers (lower-case names; `x-goog-api-key` carries the API key). */
-  headers: Record<string, string | string[] | undefined>;
-  body: unknown;
-  fault: Fault | undefined;
-}
+/**
+ * One request as the server received it: its path without the query
+ * (`/v1beta/models/m:generateContent`); `x-goog-api-key` among its headers carries the API key.
+ */
+export type RecordedRequest = ScriptedRequest<Fault>;
 
 export interface ScriptedServerOptions {
   /** The scripted model. */
@@ -143,83 +137,24 @@ function replyChunks(turn: ModelTurn, reply: ScriptedReply, id: string, callIds:
 
 /** Start the server; close it when done. */
 export async function startScriptedServer(options: ScriptedServerOptions): Promise<ScriptedServer> {
-  const faults = [...(options.faults ?? [])];
-  const requests: RecordedRequest[] = [];
   const tag = randomUUID().slice(0, 8);
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = raw;
-      try {
-        body = raw === '' ? undefined : JSON.parse(raw);
-      } catch {
-        // not JSON: keep the text
-      }
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      const fault = faults.shift();
-      const recorded: RecordedRequest = {
-        index: requests.length,
-        method: req.method ?? 'GET',
-        path: url.pathname,
-        headers: req.headers,
-        body,
-        fault,
-      };
-      requests.push(recorded);
-      const send = (status: number, payload: unknown) => {
-        const bytes = Buffer.from(JSON.stringify(payload));
-        res.writeHead(status, { 'content-type': 'application/json' });
-        if (fault !== 'truncate') return void res.end(bytes);
-        res.write(bytes.subarray(0, Math.floor(bytes.length / 2)));
-        setTimeout(() => req.socket.destroy(), 5);
-      };
-      if (fault === 'drop') return void req.socket.destroy();
-      if (typeof fault === 'object') {
-        return send(fault.status, {
-          error: { code: fault.status, message: 'injected', status: 'UNAVAILABLE' },
-        });
-      }
-      const route = /\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(
-        url.pathname,
-      );
-      if (route === null || req.method !== 'POST') {
-        return send(404, {
-          error: {
-            code: 404,
-            message: `No route ${req.method} ${url.pathname}`,
-            status: 'NOT_FOUND',
-          },
-        });
+  const { origin, ...server } = await startScriptedHttp<Fault>({
+    faults: options.faults,
+    path: (url) => new URL(url, 'http://localhost').pathname,
+    injected: (status) => ({ error: { code: status, message: 'injected', status: 'UNAVAILABLE' } }),
+    handle: ({ index, method, path, body }, reply) => {
+      const route = /\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(path);
+      if (route === null || method !== 'POST') {
+        const message = `No route ${method} ${path}`;
+        return reply.json(404, { error: { code: 404, message, status: 'NOT_FOUND' } });
       }
       const stream = route[2] === 'streamGenerateContent';
       const turn = modelTurn(route[1] as string, stream, (body ?? {}) as Record<string, unknown>);
-      const reply = replyChunks(
-        turn,
-        options.respond(turn),
-        `${tag}_${recorded.index}`,
-        options.callIds ?? true,
-      );
-      if (!stream) return send(200, reply[0]);
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      const events = reply.map((chunk) => `data: ${JSON.stringify(chunk)}\r\n\r\n`);
-      if (fault !== 'truncate') return void res.end(events.join(''));
-      // A broken stream: the first half of the events (at least one), then the connection is cut.
-      res.write(events.slice(0, Math.max(1, Math.floor(events.length / 2))).join(''));
-      setTimeout(() => req.socket.destroy(), 5);
-    });
+      const id = `${tag}_${index}`;
+      const chunks = replyChunks(turn, options.respond(turn), id, options.callIds ?? true);
+      if (!stream) return reply.json(200, chunks[0]);
+      reply.events(chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\r\n\r\n`));
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    requests,
-    inject: (...more) => void faults.push(...more),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { baseUrl: origin, ...server };
 }

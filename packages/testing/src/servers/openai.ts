@@ -15,8 +15,7 @@
  * model sees the whole conversation.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type ScriptedRequest, startScriptedHttp } from './http.js';
 
 /**
  * - `drop`: the request arrives, then the connection is closed without a response (the SDK retries).
@@ -50,14 +49,8 @@ export interface ScriptedReply {
   toolCalls?: Array<{ name: string; arguments: string | Record<string, unknown> }>;
 }
 
-export interface RecordedRequest {
-  index: number;
-  method: string;
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: unknown;
-  fault: Fault | undefined;
-}
+/** One request as the server received it (its path without the `/v1` prefix). */
+export type RecordedRequest = ScriptedRequest<Fault>;
 
 export interface ScriptedServerOptions {
   /** The scripted model. */
@@ -312,8 +305,6 @@ function streamEvents(api: ModelTurn['api'], reply: Record<string, unknown>): st
 
 /** Start the server; close it when done. */
 export async function startScriptedServer(options: ScriptedServerOptions): Promise<ScriptedServer> {
-  const faults = [...(options.faults ?? [])];
-  const requests: RecordedRequest[] = [];
   // Responses state: the items of each response (its conversation up to its output), and of
   // each conversation of the Conversations API.
   const responses = new Map<string, Message[]>();
@@ -323,36 +314,13 @@ export async function startScriptedServer(options: ScriptedServerOptions): Promi
     status: 400,
     payload: { error: { message, type: 'invalid_request_error', param, code: null } },
   });
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = raw;
-      try {
-        body = raw === '' ? undefined : JSON.parse(raw);
-      } catch {
-        // not JSON: keep the text
-      }
-      const path = (req.url ?? '/').replace(/^\/v1/, '');
-      const fault = faults.shift();
-      const recorded: RecordedRequest = {
-        index: requests.length,
-        method: req.method ?? 'GET',
-        path,
-        headers: req.headers,
-        body,
-        fault,
-      };
-      requests.push(recorded);
-      if (fault === 'drop') return void req.socket.destroy();
-      if (fault === 'timeout') return; // never answered; closed with the server
-      if (typeof fault === 'object') {
-        res.writeHead(fault.status, { 'content-type': 'application/json' });
-        return void res.end(
-          JSON.stringify({ error: { message: 'injected', type: 'server_error' } }),
-        );
-      }
+  const { origin, ...server } = await startScriptedHttp<Fault>({
+    faults: options.faults,
+    path: (url) => url.replace(/^\/v1/, ''),
+    injected: () => ({ error: { message: 'injected', type: 'server_error' } }),
+    contentLength: true,
+    handle: (recorded, reply) => {
+      const { method, path, body } = recorded;
       let status = 200;
       let payload: unknown;
       const api =
@@ -366,37 +334,26 @@ export async function startScriptedServer(options: ScriptedServerOptions): Promi
           : conversation === undefined
             ? []
             : conversations.get(conversation);
-      if (api !== undefined && req.method === 'POST' && history === undefined) {
+      if (api !== undefined && method === 'POST' && history === undefined) {
         ({ status, payload } =
           typeof previous === 'string'
             ? invalid(`Previous response with id '${previous}' not found.`, 'previous_response_id')
             : invalid(`Conversation with id '${conversation}' not found.`, 'conversation'));
-      } else if (api !== undefined && req.method === 'POST') {
+      } else if (api !== undefined && method === 'POST') {
         const items = [...(history ?? []), ...requestItems(api, request)];
         const turn = modelTurn(api, request, items);
         payload = replyBody(turn, options.respond(turn), `${tag}_${recorded.index}`);
         if (api === 'responses') {
-          const reply = payload as { id: string; output: Message[] };
-          const after = [...items, ...reply.output];
-          responses.set(reply.id, after);
+          const answer = payload as { id: string; output: Message[] };
+          const after = [...items, ...answer.output];
+          responses.set(answer.id, after);
           if (conversation !== undefined) conversations.set(conversation, after);
         }
         if (turn.body.stream === true) {
           const events = streamEvents(api, payload as Record<string, unknown>);
-          res.writeHead(200, {
-            'content-type': 'text/event-stream',
-            'cache-control': 'no-cache',
-            connection: 'keep-alive',
-          });
-          if (fault === 'truncate') {
-            // A broken stream: half of the events, then the connection is cut.
-            res.write(events.slice(0, Math.max(1, Math.floor(events.length / 2))).join(''));
-            setTimeout(() => req.socket.destroy(), 5);
-            return;
-          }
-          return void res.end(events.join(''));
+          return reply.events(events, { connection: 'keep-alive' });
         }
-      } else if (path === '/conversations' && req.method === 'POST') {
+      } else if (path === '/conversations' && method === 'POST') {
         const id = `conv_${tag}_${recorded.index}`;
         conversations.set(id, requestItems('responses', { input: request.items ?? [] }));
         payload = {
@@ -412,29 +369,11 @@ export async function startScriptedServer(options: ScriptedServerOptions): Promi
       } else {
         status = 404;
         payload = {
-          error: { message: `No route ${req.method} ${path}`, type: 'invalid_request_error' },
+          error: { message: `No route ${method} ${path}`, type: 'invalid_request_error' },
         };
       }
-      const bytes = Buffer.from(JSON.stringify(payload));
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': bytes.length });
-      if (fault === 'truncate') {
-        res.write(bytes.subarray(0, Math.floor(bytes.length / 2)));
-        setTimeout(() => req.socket.destroy(), 5);
-        return;
-      }
-      res.end(bytes);
-    });
+      reply.json(status, payload);
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    baseURL: `http://127.0.0.1:${port}/v1`,
-    requests,
-    inject: (...more) => void faults.push(...more),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { baseURL: `${origin}/v1`, ...server };
 }
