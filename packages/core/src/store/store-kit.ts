@@ -14,10 +14,10 @@ import {
   auditEntryFromRow,
   auditStatsFrom,
   DEFAULT_AUDIT_RETENTION_MS,
-} from './audit.js';
-import { type BatchedSink, createBatchedSink } from './batched-sink.js';
-import { InvalidInputError, StoreUnavailableError } from './errors/index.js';
-import type { EventHandler, IdempotencyEvent } from './events.js';
+} from '../observe/audit.js';
+import { type BatchedSink, createBatchedSink } from '../observe/batched-sink.js';
+import { InvalidInputError, StoreUnavailableError } from '../errors/index.js';
+import type { EventHandler, IdempotencyEvent } from '../observe/events.js';
 import { decodeCursor, encodeCursor } from './inspection.js';
 import type { IdempotencyRecord, RecordMeta, StatsFilter, StoreStats } from './store.js';
 
