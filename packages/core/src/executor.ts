@@ -3,13 +3,13 @@
  * types (types.ts), policies (policy.ts), one call's state (call-run.ts), the claim loop
  * (machine.ts), running the tool (run-tool.ts) under its lease (lease.ts) in its execution
  * context (context.ts), waiting for a duplicate (wait.ts), stale attempts (stale.ts), replay
- * (replay.ts), fail-open (fail-open.ts). The vendor calls (design section 8) live in `vendor/`,
+ * (replay.ts), fail-open (fail-open.ts). The vendor calls (design section 8) live in `vendor-calls/`,
  * which depends on the executor and not the reverse: this file binds the two.
  */
 import { createExecutor } from './executor/create.js';
 import type { Idempotency, IdempotencyOptions } from './executor/types.js';
-import { createVendorCall } from './vendor/ledger.js';
-import { watchRequests } from './vendor/sent-requests.js';
+import { createVendorCall } from './vendor-calls/ledger.js';
+import { watchRequests } from './vendor-calls/sent-requests.js';
 
 export * from './executor/types.js';
 

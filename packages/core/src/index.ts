@@ -30,10 +30,14 @@ export * from './store/memory-store.js';
 export type * from './store/store.js';
 export * from './store/store-deadline.js';
 export * from './store/store-text.js';
-export type { VendorCallArgs, VendorCallFunction, VendorCallPolicy } from './vendor/ledger.js';
+export type {
+  VendorCallArgs,
+  VendorCallFunction,
+  VendorCallPolicy,
+} from './vendor-calls/ledger.js';
 export {
   type IdempotentFetchOptions,
   idempotencyHeaders,
   idempotentFetch,
   vendorKey,
-} from './vendor/vendor.js';
+} from './vendor-calls/vendor.js';

@@ -1,7 +1,7 @@
 /**
  * The execution context of the tool call running now (design section 8 (docs/design.md)): the
  * async context every tool runs in, what its attempt was seen to send, and whether it still owns
- * its call. The executor sets it; the vendor helpers (`vendor/`) and the request observers read it.
+ * its call. The executor sets it; the vendor helpers (`vendor-calls/`) and the request observers read it.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { InvalidInputError, PersistFailedError } from '../errors/index.js';
@@ -18,7 +18,7 @@ export interface SentEffects {
   /**
    * Requests that left the process while the tool ran (`fetch`, `node:http`, any SDK on them),
    * with a method that is not safe (not GET, HEAD, OPTIONS or TRACE): see
-   * `vendor/sent-requests.ts`.
+   * `vendor-calls/sent-requests.ts`.
    */
   requests: number;
 }

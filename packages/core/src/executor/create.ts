@@ -1,7 +1,7 @@
 /**
  * The executor (design section 6, docs/design.md), assembled from its parts: options and
  * policies checked (policy.ts), keys derived, each call's state (call-run.ts) driven through the
- * claim loop (machine.ts). `createIdempotency` (../executor.ts) adds the vendor calls (vendor/).
+ * claim loop (machine.ts). `createIdempotency` (../executor.ts) adds the vendor calls (vendor-calls/).
  */
 import { InvalidInputError } from '../errors/index.js';
 import { unknownOption } from '../errors/option-names.js';
@@ -63,7 +63,7 @@ const describeKey = (value: unknown): string =>
 
 /**
  * @internal The executor without its vendor calls: `createIdempotency` (../executor.ts) binds
- * `vendorCall` (vendor/ledger.ts) to its `run`.
+ * `vendorCall` (vendor-calls/ledger.ts) to its `run`.
  */
 export function createExecutor(options: IdempotencyOptions): Omit<Idempotency, 'vendorCall'> {
   if (options === null || typeof options !== 'object' || options.store == null) {

@@ -10,7 +10,7 @@ import { errorForModel } from '../model-output.js';
 import { createMemoryStore, type MemoryStore } from '../store/memory-store.js';
 import type { IdempotencyStore } from '../store/store.js';
 import { virtual } from '../test-utils/virtual-time.js';
-import { idempotentFetch } from '../vendor/vendor.js';
+import { idempotentFetch } from '../vendor-calls/vendor.js';
 
 /** Every case here runs on virtual time (the memory store, no sockets): see virtual-time.ts. */
 const test = (name: string, body: () => Promise<void> | void) => realTest(name, virtual(body));

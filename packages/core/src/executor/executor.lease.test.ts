@@ -11,7 +11,7 @@ import { PersistFailedError } from '../errors/index.js';
 import { createIdempotency } from '../executor.js';
 import { createMemoryStore, type MemoryStore } from '../store/memory-store.js';
 import type { IdempotencyStore } from '../store/store.js';
-import { idempotencyHeaders, idempotentFetch } from '../vendor/vendor.js';
+import { idempotencyHeaders, idempotentFetch } from '../vendor-calls/vendor.js';
 import { holdLease, leaseMargin } from './lease.js';
 
 const LEASE = 1_000;

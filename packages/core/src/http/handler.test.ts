@@ -9,7 +9,7 @@ import { NotAnOutcome } from '../executor/not-an-outcome.js';
 import { createIdempotency } from '../executor.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import { serveFetch, type TestServer } from '../test-utils/http-server.js';
-import { idempotentFetch } from '../vendor/vendor.js';
+import { idempotentFetch } from '../vendor-calls/vendor.js';
 import { type IdempotentHandlerOptions, idempotentHandler } from './handler.js';
 
 const servers: TestServer[] = [];

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import type { AuditPage, AuditStats, AuditStatsFilter } from '../observe/audit.js';
 import { InvalidInputError } from '../errors/index.js';
+import type { AuditPage, AuditStats, AuditStatsFilter } from '../observe/audit.js';
 import type { IdempotencyEvent } from '../observe/events.js';
 import { decodeCursor } from './inspection.js';
 import {

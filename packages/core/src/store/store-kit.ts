@@ -4,6 +4,8 @@
  * per key, records and pages of SQL rows, and the batched audit log the SQL stores build theirs
  * on. For store authors, not for apps.
  */
+
+import { InvalidInputError, StoreUnavailableError } from '../errors/index.js';
 import {
   type AuditLog,
   type AuditPage,
@@ -16,7 +18,6 @@ import {
   DEFAULT_AUDIT_RETENTION_MS,
 } from '../observe/audit.js';
 import { type BatchedSink, createBatchedSink } from '../observe/batched-sink.js';
-import { InvalidInputError, StoreUnavailableError } from '../errors/index.js';
 import type { EventHandler, IdempotencyEvent } from '../observe/events.js';
 import { decodeCursor, encodeCursor } from './inspection.js';
 import type { IdempotencyRecord, RecordMeta, StatsFilter, StoreStats } from './store.js';
