@@ -48,7 +48,6 @@ describe(`dynamodb store across OS processes (${engine.kind})`, () => {
       effectMs: 200,
       effectsFile,
       turnId,
-      timeoutMs: 90_000,
     });
     const results = reports.flatMap((r) => r.results);
     for (const report of reports) expect(report.exitCode, report.stderr).toBe(0);

@@ -216,7 +216,7 @@ describe.each(cases)('store on $name', (driver, available) => {
           waiter: reader,
           sent,
           key,
-          timeoutMs: 20_000,
+          timeoutMs: 300_000, // a hang detector: the wake-up is what is asserted
           change: () =>
             writer.complete({
               key,

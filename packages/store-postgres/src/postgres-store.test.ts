@@ -376,7 +376,7 @@ describe.skipIf(!up)('postgres store', () => {
           waiter: reader,
           sent,
           key,
-          timeoutMs: 20_000,
+          timeoutMs: 300_000, // a hang detector: the wake-up is what is asserted
           change: () =>
             writer.complete({
               key,
@@ -516,7 +516,7 @@ describe.skipIf(!up)('postgres store', () => {
           waiter: store,
           sent: db.sent,
           key,
-          timeoutMs: 20_000,
+          timeoutMs: 300_000, // a hang detector: the wake-up is what is asserted
           change: () => store.release(key, owner.token),
         });
         await store.close();
@@ -546,7 +546,7 @@ describe.skipIf(!up)('postgres store', () => {
           waiter: store,
           sent,
           key,
-          timeoutMs: 20_000,
+          timeoutMs: 300_000, // a hang detector: the wake-up is what is asserted
           change: () =>
             writer.complete({
               key,

@@ -10,7 +10,7 @@ import {
 } from '@idempotent-tools/core';
 import fc from 'fast-check';
 import type { ExpectLike } from './expect.js';
-import { fixtureTests } from './fixture-tests.js';
+import { fixtureTests, HANG_DETECTOR_MS } from './fixture-tests.js';
 
 export interface StoreFuzzOptions<S extends IdempotencyStore = IdempotencyStore> {
   /** Label of the outer `describe`, e.g. `'redis store'`. */
@@ -32,7 +32,7 @@ export interface StoreFuzzOptions<S extends IdempotencyStore = IdempotencyStore>
   runs?: number;
   /** fast-check seed, to replay a failure (the failure message prints it). @default random */
   seed?: number;
-  /** Timeout of each property. @default 60000 */
+  /** Timeout of each property: a hang detector, at least 600000. @default 600000 */
   timeoutMs?: number;
 }
 
@@ -267,7 +267,7 @@ const storeText = (maxUnits: number, max: number) =>
 export function runStoreFuzz<S extends IdempotencyStore>(options: StoreFuzzOptions<S>): void {
   const { expect } = options;
   const runs = options.runs ?? 50;
-  const timeoutMs = options.timeoutMs ?? 60_000;
+  const timeoutMs = options.timeoutMs ?? HANG_DETECTOR_MS;
   if (!Number.isInteger(runs) || runs < 1) {
     throw new RangeError(`runs must be a positive integer, got ${runs}`);
   }
