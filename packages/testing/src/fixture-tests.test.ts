@@ -5,9 +5,14 @@ describe('fixtureTests: a timeout is a hang detector, never a budget', () => {
   test('a timeout under 600 s is refused when the suite is defined, before any test is registered', () => {
     const registered: string[] = [];
     const register = (name: string) => registered.push(name);
-    expect(() => fixtureTests(register, 15_000, () => 1, () => {})).toThrow(
-      /hang detector of at least 600000 ms, got 15000/,
-    );
+    expect(() =>
+      fixtureTests(
+        register,
+        15_000,
+        () => 1,
+        () => {},
+      ),
+    ).toThrow(/hang detector of at least 600000 ms, got 15000/);
     expect(registered).toEqual([]);
   });
 

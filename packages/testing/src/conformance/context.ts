@@ -52,7 +52,8 @@ export function createConformanceContext<S extends IdempotencyStore>(
   /** Tolerance on differences of two store timestamps taken by one operation. */
   const tolerance = mode === 'real' ? ms(50) : 0;
   // A hang detector only: a clause's own waits are bounded by the clause, never by the runner.
-  const timeoutMs = mode === 'real' ? Math.max(HANG_DETECTOR_MS, ms(HANG_DETECTOR_MS)) : HANG_DETECTOR_MS;
+  const timeoutMs =
+    mode === 'real' ? Math.max(HANG_DETECTOR_MS, ms(HANG_DETECTOR_MS)) : HANG_DETECTOR_MS;
   const LEASE = ms(100);
   const TTL = ms(300);
 
