@@ -77,10 +77,18 @@ export class ToolResultError extends Error {
 type Handler = (...params: unknown[]) => unknown;
 const CALLER = 'idempotentServer';
 const HOW_TO = `_meta["${TURN_ID_META}"] on tools/call (the client's id of the user turn, new for every user message and the same on a retry, e.g. the message id), or the server's turnId option`;
-/** Options that can never work on MCP, and why. */
-const REFUSED: Record<string, string> = {
-  noSessionTurnId: `noSessionTurnId is gone: it gave every client without a session one shared turn, so one client's call replayed another's. Have clients send ${HOW_TO}.`,
-  conversationId: `an MCP server never sees the conversation's messages, so conversationId cannot tell its turns apart. Use ${HOW_TO}.`,
+/** MCP's own options, and those that can never work on MCP (and why), for `optionChecks`. */
+const OPTION_CHECKS: Record<string, (value: unknown) => string | undefined> = {
+  noSessionTurnId: () =>
+    `noSessionTurnId is gone: it gave every client without a session one shared turn, so one client's call replayed another's. Have clients send ${HOW_TO}.`,
+  conversationId: () =>
+    `an MCP server never sees the conversation's messages, so conversationId cannot tell its turns apart. Use ${HOW_TO}.`,
+  sessionWindow: (window) =>
+    window === false || (Number.isInteger(window) && (window as number) > 0)
+      ? undefined
+      : `sessionWindow must be a whole number of milliseconds (e.g. 300000) or false, got ${String(window)}.`,
+  wrapReadOnly: (value) =>
+    typeof value === 'boolean' ? undefined : 'wrapReadOnly must be true or false.',
 };
 const contexts = kit.createContextRegistry();
 const require = createRequire(import.meta.url);
@@ -165,29 +173,17 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
     );
   }
   const o = (options ?? {}) as Record<string, unknown>;
-  for (const [option, why] of Object.entries(REFUSED)) {
-    if (o[option] !== undefined) throw refuse(option, why);
-  }
   const window = (o.sessionWindow ?? DEFAULT_SESSION_WINDOW) as number | false;
-  if (window !== false && (!Number.isInteger(window) || window <= 0)) {
-    throw refuse(
-      'sessionWindow',
-      `sessionWindow must be a whole number of milliseconds (e.g. 300000) or false, got ${String(window)}.`,
-    );
-  }
-  if (o.wrapReadOnly !== undefined && typeof o.wrapReadOnly !== 'boolean') {
-    throw refuse('wrapReadOnly', 'wrapReadOnly must be true or false.');
-  }
   const adapter = kit.createAdapter<ToolCallInfo>(o as never, {
     caller: CALLER,
-    options: ['sessionWindow', 'wrapReadOnly'],
+    optionChecks: OPTION_CHECKS,
     repeatable: true,
     howTo: HOW_TO,
     policyFields: { approval: checkApproval },
     turn: (call) => clientTurn(call, window)?.turnId,
   });
   const approval = (name: string) =>
-    adapter.policyField(name, 'approval') as Parameters<typeof askOf>[0];
+    adapter.policyField(name, 'approval') as kit.AskingApproval<ToolCallInfo> | undefined;
   const ttl = typeof o.ttl === 'number' && o.idempotency === undefined ? o.ttl : undefined;
   const approvals = createApprovals(adapter.executor, ttl === undefined ? {} : { ttl });
   const asking = Object.keys((o.policies ?? {}) as object).filter(

@@ -24,6 +24,12 @@ export {
   type ValidateFunction,
 } from './arguments.js';
 export {
+  type AskingApproval,
+  type AskingApprovalPolicy,
+  type AskingApprovalSpec,
+  askingApprovalField,
+} from './asking-approval.js';
+export {
   audienceOf,
   type ContextRegistry,
   createContextRegistry,
