@@ -146,7 +146,7 @@ function markResult(result: CallToolResult, replayed: boolean, tool: RegisteredT
 }
 
 /** A `CallOutcome` as the SDK's reply: an `isError` result the model reads, or the tool's own. */
-function replyOf(outcome: kit.CallOutcome | kit.SettledRun): CallToolResult {
+function replyOf(outcome: kit.CallOutcome): CallToolResult {
   if ('output' in outcome) return outcome.output as CallToolResult;
   const error =
     'text' in outcome ? undefined : 'error' in outcome ? outcome.error : outcome.developer;
@@ -184,7 +184,7 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
   });
   const approval = (name: string) =>
     adapter.policyField(name, 'approval') as kit.AskingApproval<ToolCallInfo> | undefined;
-  const ttl = typeof o.ttl === 'number' && o.idempotency === undefined ? o.ttl : undefined;
+  const ttl = typeof o.ttl === 'number' ? o.ttl : undefined; // never with { idempotency }
   const approvals = createApprovals(adapter.executor, ttl === undefined ? {} : { ttl });
   const asking = Object.keys((o.policies ?? {}) as object).filter(
     (name) => approval(name) !== undefined,
@@ -209,38 +209,33 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
     const field = entryField(tool);
     const { description, annotations, inputSchema } = tool;
     const raw = { name, handler: tool[field], description, annotations, inputSchema };
-    let present = kit.presentTool(adapter, name, CALLER);
+    const mark = (value: unknown, replayed: boolean) =>
+      replayed || adapter.markFresh ? markResult(value as CallToolResult, replayed, tool) : value;
 
     const wrapped = kit.markWrapped(async (...params: unknown[]) => {
       const extra = params[params.length - 1] as ToolExtra;
-      const given = ((params.length > 1 ? params[0] : undefined) ?? {}) as Record<string, unknown>;
+      const input = (params.length > 1 ? params[0] : undefined) ?? {};
+      const info = (args: unknown) => callInfo(raw.name, args as never, extra, server);
+      const given = { toolName: raw.name, input, parsed: true, info, policy: policyOf };
+      const prepared = await kit.prepareCall(adapter, given);
+      if (!('prepared' in prepared)) return replyOf(prepared);
       // A tool without arguments whose schema only the repeat argument made is still called so.
       const hasArgs =
-        params.length > 1 && (present.repeats === undefined || raw.inputSchema !== undefined);
-      const args = present.strip(given);
-      const call = callInfo(raw.name, args, extra, server);
-      const handler = raw.handler as Handler;
-      const fn = async (_: unknown, context: ExecutionContext) => {
+        params.length > 1 && (!adapter.repeats(raw.name) || raw.inputSchema !== undefined);
+      const execute = async (args: unknown, context: ExecutionContext) => {
         const inner = withSignal(extra, context.signal);
         contexts.set(inner, context);
+        const handler = raw.handler as Handler;
         const output = (await handler(...(hasArgs ? [args, inner] : [inner]))) as CallToolResult;
         // A 2026-07-28 `input_required` round is never the outcome: the claim is released.
         if (output?.resultType === 'input_required') throw new kit.NotAnOutcome(output);
         if (output?.isError === true) throw new ToolResultError(output);
         return output;
       };
-      const mark = (value: unknown, replayed: boolean) =>
-        replayed || adapter.markFresh ? markResult(value as CallToolResult, replayed, tool) : value;
-      const input = { toolName: raw.name, input: given, parsed: true, info: () => call };
-      const prepared = await kit.prepareCall(adapter, { ...input, policy: policyOf });
-      if (!('prepared' in prepared)) return replyOf(prepared);
-      const { call: key, policy } = prepared.prepared;
-      const ask = askOf(approval(raw.name), server, call);
-      const run = () =>
-        ask === undefined
-          ? adapter.executor.run(key, fn, policy)
-          : approvals.runAsking(key, fn, policy, ask);
-      return replyOf(await kit.settleRun(adapter, run, mark));
+      const ask = askOf(approval(raw.name), server, prepared.prepared.info);
+      return replyOf(
+        await kit.runAsking(adapter, approvals, prepared.prepared, execute, ask, mark),
+      );
     });
 
     const apply = () => {
@@ -257,7 +252,7 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
             : readOnly && approval(raw.name) === undefined // never run unapproved
               ? 'skip'
               : 'wrap';
-      present = kit.presentTool(adapter, raw.name, CALLER);
+      const present = kit.presentTool(adapter, raw.name, CALLER);
       tool.inputSchema =
         kind !== 'wrap'
           ? raw.inputSchema

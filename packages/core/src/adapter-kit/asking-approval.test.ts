@@ -1,7 +1,10 @@
 import { describe, expect, test } from 'vitest';
-import type { Approval } from '../approvals/approvals.js';
+import { type Approval, type AskApproval, createApprovals } from '../approvals/approvals.js';
 import { ApprovalPendingError, ConfigurationError } from '../errors/index.js';
-import { type AskingApproval, askingApprovalField } from './asking-approval.js';
+import { createMemoryStore } from '../store/memory-store.js';
+import { createAdapter } from './adapter.js';
+import { type AskingApproval, askingApprovalField, runAsking } from './asking-approval.js';
+import { type PreparedCall, prepareCall } from './pipeline.js';
 
 type Info = { args: Record<string, unknown>; client?: string };
 const check = askingApprovalField<Info>({
@@ -81,5 +84,76 @@ describe('askingApprovalField', () => {
     }
     expect(ApprovalPendingError.isInstance(closed)).toBe(true);
     expect((closed as Error).message).toMatch(/^The user closed the approval request of refund/);
+  });
+});
+
+describe('runAsking', () => {
+  const setup = () => {
+    const adapter = createAdapter<Info>(
+      { store: createMemoryStore(), turnId: 't1' },
+      {
+        caller: 'wrapServer',
+        howTo: 'turnId',
+      },
+    );
+    const approvals = createApprovals(adapter.executor);
+    const runs: unknown[] = [];
+    const execute = (args: unknown) => {
+      runs.push(args);
+      return { done: runs.length };
+    };
+    const prepare = async (order: number) => {
+      const given = {
+        toolName: 'refund',
+        input: { order },
+        parsed: true,
+        info: () => ({ args: {} }),
+      };
+      return ((await prepareCall(adapter, given)) as { prepared: PreparedCall<Info> }).prepared;
+    };
+    return { adapter, approvals, runs, execute, prepare };
+  };
+
+  test('asked while nothing is decided, the answer stored: approved runs once, then replays unasked', async () => {
+    const { adapter, approvals, runs, execute, prepare } = setup();
+    let asked = 0;
+    const ask: AskApproval = async ({ request }) => {
+      asked++;
+      await request();
+      return { approved: true, by: 'alice' };
+    };
+    const first = await runAsking(adapter, approvals, await prepare(1), execute, ask);
+    expect(first).toEqual({ output: { done: 1 } });
+    const again = await runAsking(adapter, approvals, await prepare(1), execute, ask);
+    expect(again).toEqual({ output: { done: 1, replayed: true } });
+    expect({ asked, runs }).toEqual({ asked: 1, runs: [{ order: 1 }] });
+  });
+
+  test("declined: the model's text, stored; nothing decided: the model's text, asked again", async () => {
+    const { adapter, approvals, runs, execute, prepare } = setup();
+    const decline: AskApproval = async ({ request }) => {
+      await request();
+      return { approved: false, by: 'bob', reason: 'no' };
+    };
+    const rejected = await runAsking(adapter, approvals, await prepare(2), execute, decline);
+    expect(JSON.parse((rejected as { text: string }).text)).toMatchObject({
+      error: 'approval_rejected',
+    });
+    let asked = 0;
+    const close: AskApproval = async ({ request }) => {
+      asked++;
+      throw new ApprovalPendingError({ approval: await request(), closed: true });
+    };
+    for (const _ of [1, 2]) {
+      const pending = await runAsking(adapter, approvals, await prepare(3), execute, close);
+      expect(JSON.parse((pending as { text: string }).text)).toMatchObject({
+        error: 'approval_pending',
+        next: 'retry-later',
+      });
+    }
+    expect({ asked, runs }).toEqual({ asked: 2, runs: [] });
+    // No question: as runPrepared.
+    const plain = await runAsking(adapter, approvals, await prepare(4), execute, undefined);
+    expect(plain).toEqual({ output: { done: 1 } });
   });
 });

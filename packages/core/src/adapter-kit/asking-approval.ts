@@ -2,12 +2,15 @@
  * The `approval` policy field of an adapter that asks the person itself before a tool runs (MCP
  * elicitation; core's `runAsking`): the option checked when the tools are wrapped
  * (`AdapterSpec.policyFields`), with the question, who decides and how long to wait resolved per
- * call, and the person's answer as core's `ApprovalAnswer`.
+ * call, and the person's answer as core's `ApprovalAnswer`; and the run of a prepared call that
+ * asks (`runAsking`).
  */
-import type { Approval, ApprovalAnswer } from '../approvals/approvals.js';
+import type { Approval, ApprovalAnswer, Approvals, AskApproval } from '../approvals/approvals.js';
 import { ApprovalPendingError, ConfigurationError } from '../errors/index.js';
 import { unknownOption } from '../errors/option-names.js';
-import type { PolicyFieldCheck } from './adapter.js';
+import type { ExecutionContext, ToolPolicy } from '../executor.js';
+import type { Adapter, PolicyFieldCheck } from './adapter.js';
+import { type CallOutcome, type PreparedCall, runPrepared, settleRun } from './pipeline.js';
 
 /** How to ask the person about a call of one tool (`Info`: the adapter's call info). */
 export interface AskingApprovalPolicy<Info> {
@@ -110,4 +113,27 @@ export function askingApprovalField<Info>(spec: AskingApprovalSpec<Info>): Polic
       },
     };
   };
+}
+
+/**
+ * `runPrepared` for a tool that may ask the person first: with `ask` (the adapter's question,
+ * see `AskApproval`), through core approvals' `runAsking` (asked only while nothing is decided,
+ * the answer stored before the tool runs; a rejection is the model's text); without, as
+ * `runPrepared`. What `ask` throws is told apart as any error of the call (`CallOutcome`).
+ */
+export async function runAsking<Info>(
+  adapter: Adapter<Info>,
+  approvals: Approvals,
+  prepared: PreparedCall<Info>,
+  execute: (args: unknown, context: ExecutionContext) => unknown,
+  ask: AskApproval | undefined,
+  mark?: (value: unknown, replayed: boolean) => unknown,
+): Promise<CallOutcome> {
+  if (ask === undefined) return runPrepared(adapter, prepared, execute, mark);
+  const { args, call } = prepared;
+  const policy = prepared.policy as ToolPolicy<unknown, unknown> | undefined;
+  const fn = (_key: unknown, context: ExecutionContext) => execute(args, context);
+  const run = () => approvals.runAsking(call, fn, policy, ask);
+  const settled = await settleRun(adapter as Adapter<never>, run, mark);
+  return 'text' in settled ? { text: settled.text } : settled;
 }

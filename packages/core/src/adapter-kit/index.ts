@@ -28,6 +28,7 @@ export {
   type AskingApprovalPolicy,
   type AskingApprovalSpec,
   askingApprovalField,
+  runAsking,
 } from './asking-approval.js';
 export {
   audienceOf,
