@@ -41,7 +41,7 @@ export const REPLAYED_META = 'io.idempotent-tools/replayed';
 export const DEFAULT_SESSION_WINDOW = 5 * 60_000;
 
 /** A per-call value: fixed, or computed from the call (undefined: not known). */
-export type PerCall = string | ((call: ToolCallInfo) => string | undefined);
+export type PerCall = kit.PerCall<ToolCallInfo>;
 
 /** Options of `idempotentServer(server, options)` and `idempotentRegisterTool(server, options)`. */
 export type IdempotentServerOptions = ExecutorOptions &
