@@ -41,7 +41,7 @@ export const REPLAYED_META = 'io.idempotent-tools/replayed';
 export const DEFAULT_SESSION_WINDOW = 5 * 60_000;
 
 /** A per-call value: fixed, or computed from the call (undefined: not known). */
-export type PerCall = string | ((call: ToolCallInfo) => string | undefined);
+export type PerCall = kit.PerCall<ToolCallInfo>;
 
 /** Options of `idempotentServer(server, options)` and `idempotentRegisterTool(server, options)`. */
 export type IdempotentServerOptions = ExecutorOptions &
@@ -77,10 +77,18 @@ export class ToolResultError extends Error {
 type Handler = (...params: unknown[]) => unknown;
 const CALLER = 'idempotentServer';
 const HOW_TO = `_meta["${TURN_ID_META}"] on tools/call (the client's id of the user turn, new for every user message and the same on a retry, e.g. the message id), or the server's turnId option`;
-/** Options that can never work on MCP, and why. */
-const REFUSED: Record<string, string> = {
-  noSessionTurnId: `noSessionTurnId is gone: it gave every client without a session one shared turn, so one client's call replayed another's. Have clients send ${HOW_TO}.`,
-  conversationId: `an MCP server never sees the conversation's messages, so conversationId cannot tell its turns apart. Use ${HOW_TO}.`,
+/** MCP's own options, and those that can never work on MCP (and why), for `optionChecks`. */
+const OPTION_CHECKS: Record<string, (value: unknown) => string | undefined> = {
+  noSessionTurnId: () =>
+    `noSessionTurnId is gone: it gave every client without a session one shared turn, so one client's call replayed another's. Have clients send ${HOW_TO}.`,
+  conversationId: () =>
+    `an MCP server never sees the conversation's messages, so conversationId cannot tell its turns apart. Use ${HOW_TO}.`,
+  sessionWindow: (window) =>
+    window === false || (Number.isInteger(window) && (window as number) > 0)
+      ? undefined
+      : `sessionWindow must be a whole number of milliseconds (e.g. 300000) or false, got ${String(window)}.`,
+  wrapReadOnly: (value) =>
+    typeof value === 'boolean' ? undefined : 'wrapReadOnly must be true or false.',
 };
 const contexts = kit.createContextRegistry();
 const require = createRequire(import.meta.url);
@@ -138,7 +146,7 @@ function markResult(result: CallToolResult, replayed: boolean, tool: RegisteredT
 }
 
 /** A `CallOutcome` as the SDK's reply: an `isError` result the model reads, or the tool's own. */
-function replyOf(outcome: kit.CallOutcome | kit.SettledRun): CallToolResult {
+function replyOf(outcome: kit.CallOutcome): CallToolResult {
   if ('output' in outcome) return outcome.output as CallToolResult;
   const error =
     'text' in outcome ? undefined : 'error' in outcome ? outcome.error : outcome.developer;
@@ -165,30 +173,18 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
     );
   }
   const o = (options ?? {}) as Record<string, unknown>;
-  for (const [option, why] of Object.entries(REFUSED)) {
-    if (o[option] !== undefined) throw refuse(option, why);
-  }
   const window = (o.sessionWindow ?? DEFAULT_SESSION_WINDOW) as number | false;
-  if (window !== false && (!Number.isInteger(window) || window <= 0)) {
-    throw refuse(
-      'sessionWindow',
-      `sessionWindow must be a whole number of milliseconds (e.g. 300000) or false, got ${String(window)}.`,
-    );
-  }
-  if (o.wrapReadOnly !== undefined && typeof o.wrapReadOnly !== 'boolean') {
-    throw refuse('wrapReadOnly', 'wrapReadOnly must be true or false.');
-  }
   const adapter = kit.createAdapter<ToolCallInfo>(o as never, {
     caller: CALLER,
-    options: ['sessionWindow', 'wrapReadOnly'],
+    optionChecks: OPTION_CHECKS,
     repeatable: true,
     howTo: HOW_TO,
     policyFields: { approval: checkApproval },
     turn: (call) => clientTurn(call, window)?.turnId,
   });
   const approval = (name: string) =>
-    adapter.policyField(name, 'approval') as Parameters<typeof askOf>[0];
-  const ttl = typeof o.ttl === 'number' && o.idempotency === undefined ? o.ttl : undefined;
+    adapter.policyField(name, 'approval') as kit.AskingApproval<ToolCallInfo> | undefined;
+  const ttl = typeof o.ttl === 'number' ? o.ttl : undefined; // never with { idempotency }
   const approvals = createApprovals(adapter.executor, ttl === undefined ? {} : { ttl });
   const asking = Object.keys((o.policies ?? {}) as object).filter(
     (name) => approval(name) !== undefined,
@@ -213,38 +209,33 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
     const field = entryField(tool);
     const { description, annotations, inputSchema } = tool;
     const raw = { name, handler: tool[field], description, annotations, inputSchema };
-    let present = kit.presentTool(adapter, name, CALLER);
+    const mark = (value: unknown, replayed: boolean) =>
+      replayed || adapter.markFresh ? markResult(value as CallToolResult, replayed, tool) : value;
 
     const wrapped = kit.markWrapped(async (...params: unknown[]) => {
       const extra = params[params.length - 1] as ToolExtra;
-      const given = ((params.length > 1 ? params[0] : undefined) ?? {}) as Record<string, unknown>;
+      const input = (params.length > 1 ? params[0] : undefined) ?? {};
+      const info = (args: unknown) => callInfo(raw.name, args as never, extra, server);
+      const given = { toolName: raw.name, input, parsed: true, info, policy: policyOf };
+      const prepared = await kit.prepareCall(adapter, given);
+      if (!('prepared' in prepared)) return replyOf(prepared);
       // A tool without arguments whose schema only the repeat argument made is still called so.
       const hasArgs =
-        params.length > 1 && (present.repeats === undefined || raw.inputSchema !== undefined);
-      const args = present.strip(given);
-      const call = callInfo(raw.name, args, extra, server);
-      const handler = raw.handler as Handler;
-      const fn = async (_: unknown, context: ExecutionContext) => {
+        params.length > 1 && (!adapter.repeats(raw.name) || raw.inputSchema !== undefined);
+      const execute = async (args: unknown, context: ExecutionContext) => {
         const inner = withSignal(extra, context.signal);
         contexts.set(inner, context);
+        const handler = raw.handler as Handler;
         const output = (await handler(...(hasArgs ? [args, inner] : [inner]))) as CallToolResult;
         // A 2026-07-28 `input_required` round is never the outcome: the claim is released.
         if (output?.resultType === 'input_required') throw new kit.NotAnOutcome(output);
         if (output?.isError === true) throw new ToolResultError(output);
         return output;
       };
-      const mark = (value: unknown, replayed: boolean) =>
-        replayed || adapter.markFresh ? markResult(value as CallToolResult, replayed, tool) : value;
-      const input = { toolName: raw.name, input: given, parsed: true, info: () => call };
-      const prepared = await kit.prepareCall(adapter, { ...input, policy: policyOf });
-      if (!('prepared' in prepared)) return replyOf(prepared);
-      const { call: key, policy } = prepared.prepared;
-      const ask = askOf(approval(raw.name), server, call);
-      const run = () =>
-        ask === undefined
-          ? adapter.executor.run(key, fn, policy)
-          : approvals.runAsking(key, fn, policy, ask);
-      return replyOf(await kit.settleRun(adapter, run, mark));
+      const ask = askOf(approval(raw.name), server, prepared.prepared.info);
+      return replyOf(
+        await kit.runAsking(adapter, approvals, prepared.prepared, execute, ask, mark),
+      );
     });
 
     const apply = () => {
@@ -261,7 +252,7 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
             : readOnly && approval(raw.name) === undefined // never run unapproved
               ? 'skip'
               : 'wrap';
-      present = kit.presentTool(adapter, raw.name, CALLER);
+      const present = kit.presentTool(adapter, raw.name, CALLER);
       tool.inputSchema =
         kind !== 'wrap'
           ? raw.inputSchema

@@ -164,4 +164,32 @@ describe('createAdapter', () => {
       ),
     ).toThrow(ConfigurationError);
   });
+
+  test("optionChecks: an adapter's own options are taken and checked; a gone one is refused", () => {
+    const store = createMemoryStore();
+    const optionChecks = {
+      window: (value: unknown) =>
+        Number.isInteger(value)
+          ? undefined
+          : `window must be a whole number, got ${String(value)}.`,
+      oldOption: () => 'oldOption is gone: use window.',
+      conversationId: () => 'conversationId cannot work here: use turnId.',
+    };
+    const ok = { store, turnId: 't', window: 5 } as never;
+    expect(createAdapter<Info>(ok, { ...spec, optionChecks }).treatment('charge')).toBe('wrap');
+    const bad = (options: object) =>
+      configurationError(() => createAdapter<Info>(options as never, { ...spec, optionChecks }));
+    expect(bad({ store, turnId: 't', window: 1.5 })).toMatchObject({
+      option: 'window',
+      message: 'wrapTools: window must be a whole number, got 1.5.',
+    });
+    expect(bad({ store, turnId: 't', oldOption: true })).toMatchObject({ option: 'oldOption' });
+    // A kit option the adapter cannot use is refused before the kit looks at it.
+    expect(bad({ store, conversationId: 'c' })).toMatchObject({
+      option: 'conversationId',
+      message: 'wrapTools: conversationId cannot work here: use turnId.',
+    });
+    // Without the spec the option is a misspelt one.
+    expect(() => createAdapter<Info>(ok, spec)).toThrow(ConfigurationError);
+  });
 });

@@ -68,6 +68,13 @@ export interface AdapterSpec<Info> extends TurnSources<Info> {
   /** The options this adapter takes besides the kit's and the executor's. @default [] */
   options?: readonly string[];
   /**
+   * Checks of the adapter's own options (taken besides `options`), each given the option's value
+   * when it is not undefined: a string is why the value can never work (refused, naming the
+   * option), undefined accepts it. An option that is gone (or that the framework makes
+   * meaningless) is refused by a check that always answers why. @default {}
+   */
+  optionChecks?: Readonly<Record<string, (value: unknown) => string | undefined>>;
+  /**
    * The names of the tools the adapter wraps, when they are known at wrap time: each is checked
    * (see `checkToolName`), names in `policies`, `exclude` and `unsafe` must be among them (or
    * among `otherToolNames`), and a setup that could never tell conversations apart is refused
@@ -244,12 +251,17 @@ export function createAdapter<Info>(
     ...KIT_OPTIONS,
     ...IDEMPOTENCY_OPTION_FIELDS,
     ...(spec.options ?? []),
+    ...Object.keys(spec.optionChecks ?? {}),
   ]);
   if (unknown !== undefined) {
     throw new ConfigurationError({
       option: unknown.name,
       message: `${caller}: ${unknown.message}`,
     });
+  }
+  for (const [option, check] of Object.entries(spec.optionChecks ?? {})) {
+    const why = o[option] === undefined ? undefined : check(o[option]);
+    if (why !== undefined) throw new ConfigurationError({ option, message: `${caller}: ${why}` });
   }
   const executor = executorOf(o, caller);
   checkPerCall('scope', o.scope, caller);

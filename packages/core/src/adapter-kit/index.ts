@@ -24,6 +24,13 @@ export {
   type ValidateFunction,
 } from './arguments.js';
 export {
+  type AskingApproval,
+  type AskingApprovalPolicy,
+  type AskingApprovalSpec,
+  askingApprovalField,
+  runAsking,
+} from './asking-approval.js';
+export {
   audienceOf,
   type ContextRegistry,
   createContextRegistry,

@@ -26,13 +26,24 @@ export class ApprovalPendingError extends IdempotencyError {
   /** The approval key: what `approve(key, ...)` / `reject(key, ...)` take. */
   readonly approvalKey: string;
 
-  constructor(options: { approval: ApprovalFields; callKey?: string | undefined }) {
+  /**
+   * @param options.closed the person was asked and closed the question without deciding (an
+   *   adapter that asks them itself, `runAsking`): the next call asks again
+   */
+  constructor(options: {
+    approval: ApprovalFields;
+    callKey?: string | undefined;
+    closed?: boolean | undefined;
+  }) {
     const { approval } = options;
+    const { toolName } = approval;
     super({
       code: 'approval_pending',
       key: options.callKey,
       retryable: true,
-      message: `${approval.toolName} needs a person's approval before it runs, and it has none yet (approval ${approval.key}). Nothing ran. Tell the user it is waiting for approval; once it is approved, the same call runs once.`,
+      message: options.closed
+        ? `The user closed the approval request of ${toolName} without deciding. Nothing ran and nothing was decided. Ask the user whether to go ahead; to ask for approval again, call ${toolName} again with the same arguments later.`
+        : `${toolName} needs a person's approval before it runs, and it has none yet (approval ${approval.key}). Nothing ran. Tell the user it is waiting for approval; once it is approved, the same call runs once.`,
     });
     this.name = 'ApprovalPendingError';
     this.approvalKey = approval.key;
