@@ -13,8 +13,8 @@ import { countEffects } from '@idempotent-tools/testing';
 import { createTool } from '@mastra/core/tools';
 import { afterAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
-import { EMITTED_CALL_TOOL } from './approvals.js';
 import {
+  APPROVAL_TOOL_NAMES,
   type Approval,
   createApprovals,
   createIdempotency,
@@ -207,7 +207,10 @@ describe('requireApproval in one process (memory thread)', () => {
       const listed = (await store.list?.({}))?.records ?? [];
       // The call's outcome, and the record that the model emitted it (written before Mastra's
       // gate, which has no call id, is asked): no approval.
-      expect(listed.map((r) => r.meta?.toolName).sort()).toEqual(['carry_out', EMITTED_CALL_TOOL]);
+      expect(listed.map((r) => r.meta?.toolName).sort()).toEqual([
+        'carry_out',
+        APPROVAL_TOOL_NAMES.asked,
+      ]);
     } finally {
       await server.close();
     }

@@ -1,28 +1,25 @@
 /**
- * Mastra `requireApproval` bound to the exact call. Mastra gates an approval-requiring call before
- * its `execute` and gives the `requireApproval` function no tool-call id, so:
- * - a call that reaches the wrapped `execute` through the approval gate is pinned there: its
- *   approval is stored under the call's key, pinned to its `toolCallId` (an approval delivered
- *   again is one approval; a run snapshot edited to other arguments is refused, DriftError; a call
- *   rejected on the store first stays rejected);
+ * How Mastra asks the human, bound to the exact call by core's approvals. Mastra gates an
+ * approval-requiring call before its `execute` (`requireApproval`: the run suspends; the app
+ * resumes it with `approveToolCall` / `declineToolCall`) and gives the gate no tool-call id, so:
+ * - the wrapper records each call the model emits (`recordAsked`, see idempotent-tools.ts), and a
+ *   call that reaches the wrapped `execute` through the gate (`passedApproval`) is approved there
+ *   (`approveCall` with `asked`): only a call the model asked for, with exactly its arguments (a
+ *   run snapshot edited to other arguments is refused, DriftError; a call rejected on the store
+ *   first stays rejected);
  * - Mastra never calls `execute` for a declined call, so a decline is stored by the helpers here
  *   (`declineToolCall(agent, ...)`), which find the suspended call (`listSuspendedRuns`) and
  *   identify it as the wrapped `execute` will.
  */
 import {
   type Approval,
-  ApprovalConflictError,
-  ApprovalRejectedError,
   type Approvals,
   ConfigurationError,
-  DriftError,
-  type Idempotency,
   InvalidInputError,
-  type ToolPolicy,
 } from '@idempotent-tools/core';
-import { audienceOf, errorText } from '@idempotent-tools/core/adapter-kit';
 import type { Agent } from '@mastra/core/agent';
 import type { RequestContext } from '@mastra/core/request-context';
+import type { FullOutput, MastraModelOutput } from '@mastra/core/stream';
 
 /** Where a wrapped tool keeps what the helpers need (a `Symbol.for`: works across installs). */
 export const TOOL_APPROVAL = Symbol.for('idempotent-tools.mastra.approval');
@@ -73,104 +70,6 @@ export async function passedApproval(
     return ask(() => (global as Gate)({ toolName, args, ...gateContext }, undefined as never));
   }
   return global === true;
-}
-
-/**
- * A call Mastra approved, recorded on the store, bound to its args and pinned to its tool-call
- * id. Returns the model's text when it must not run (rejected first, other arguments than the
- * approved ones), undefined when it may.
- */
-export async function pinApproval(
-  approvals: Approvals,
-  call: { toolName: string; turnId: string | undefined; scope: string | undefined; args: unknown },
-  policy: ToolPolicy | undefined,
-  toolCallId: string,
-): Promise<string | undefined> {
-  try {
-    const requested = await approvals.requestApproval(call, { policy, ref: toolCallId });
-    let approval = requested;
-    if (requested.status === 'pending') {
-      approval = await approvals
-        .approve(requested.key, { by: `mastra:${toolCallId}` })
-        .catch(async (error) => {
-          if (!ApprovalConflictError.isInstance(error)) throw error;
-          return (await approvals.getApproval(requested.key)) ?? requested;
-        });
-    }
-    if (approval.status === 'rejected') throw new ApprovalRejectedError({ approval });
-    return undefined;
-  } catch (error) {
-    if (audienceOf(error) !== 'model') throw error;
-    return errorText(error);
-  }
-}
-
-/** The tool name of the records of calls the model emitted (see `recordEmitted`). */
-export const EMITTED_CALL_TOOL = 'idempotent-tools.mastra.emitted-call';
-const notEmitted = new Error('not emitted');
-
-/** The record of one emitted call: its tool-call id is its key, its args are fingerprinted. */
-const emitted = (toolName: string, toolCallId: string, args: unknown) => ({
-  call: { toolName: EMITTED_CALL_TOOL, turnId: 'emitted', args: { toolName, args } },
-  // `reject` whatever the executor's default: other arguments are never this call.
-  policy: { businessKey: () => [toolName, toolCallId], onDrift: 'reject' as const },
-});
-
-/**
- * Record that the model emitted this call (Mastra's `onInputAvailable`, before its approval gate
- * suspends the run), so that an approval can only authorise a call the model asked for, with
- * exactly its arguments. The first arguments stay: a resume of an edited run snapshot announces
- * the edited ones, which are not recorded.
- */
-export async function recordEmitted(
-  executor: Idempotency,
-  toolName: string,
-  toolCallId: string,
-  args: unknown,
-): Promise<void> {
-  const { call, policy } = emitted(toolName, toolCallId, args);
-  await executor
-    .run(call, () => true, policy)
-    .catch((error: unknown) => {
-      if (!DriftError.isInstance(error)) throw error;
-    });
-}
-
-/**
- * @throws DriftError when the model asked for this call (`toolCallId`) with other arguments (an
- *   edited run snapshot); InvalidInputError (for the model) when it never asked for it here
- */
-export async function checkEmitted(
-  executor: Idempotency,
-  toolName: string,
-  toolCallId: string,
-  args: unknown,
-): Promise<void> {
-  const { call, policy } = emitted(toolName, toolCallId, args);
-  try {
-    await executor.run(
-      call,
-      () => {
-        throw notEmitted;
-      },
-      { ...policy, isTerminalError: () => false },
-    );
-  } catch (error) {
-    if (DriftError.isInstance(error)) {
-      throw new DriftError({
-        key: error.key,
-        toolName,
-        storedFingerprint: error.storedFingerprint,
-        fingerprint: error.fingerprint,
-        message: `The approved call of ${toolName} (${toolCallId}) has other arguments than the model asked for: the approval does not authorise them. Nothing ran.`,
-      });
-    }
-    if (error !== notEmitted) throw error;
-    throw new InvalidInputError({
-      field: 'args',
-      message: `The approved call of ${toolName} (${toolCallId}) is not one the model asked for on this server: the approval does not authorise it. Nothing ran. Call ${toolName} to ask for an approval.`,
-    });
-  }
 }
 
 /** An agent of `@mastra/core` (what the helpers use of it). */
@@ -275,52 +174,50 @@ export async function recordToolCallDecision(
     : handle.approvals.reject(approval.key, { by, reason });
 }
 
-type Resume<M extends keyof AnyAgent> = Parameters<AnyAgent[M]>[0];
-type Helper<M extends keyof AnyAgent> = Omit<Resume<M>, 'runId' | 'toolCallId' | 'reason'> &
+/** Mastra's methods that resume a suspended call. */
+type Resumer =
+  | 'approveToolCall'
+  | 'approveToolCallGenerate'
+  | 'declineToolCall'
+  | 'declineToolCallGenerate';
+type Helper<M extends Resumer> = Omit<
+  Parameters<AnyAgent[M]>[0],
+  'runId' | 'toolCallId' | 'reason'
+> &
   ToolCallDecider;
 
-function split<T extends ToolCallDecider>(options: T) {
-  const { by: _by, reason, ...rest } = options;
-  return { rest, reason };
+/** What each resumes the run with (its output of no structured `OUTPUT`, as Mastra's default). */
+type Resumed = {
+  approveToolCall: MastraModelOutput<undefined>;
+  approveToolCallGenerate: FullOutput<undefined>;
+  declineToolCall: MastraModelOutput<undefined>;
+  declineToolCallGenerate: FullOutput<undefined>;
+};
+
+/** Mastra's `method`, with the decision stored first (`recordToolCallDecision`). */
+function storedFirst<M extends Resumer>(method: M, decision: 'approved' | 'rejected') {
+  return async (agent: AnyAgent, options: Helper<M>): Promise<Resumed[M]> => {
+    await recordToolCallDecision(agent, { ...options, decision });
+    const { by: _by, reason, ...rest } = options;
+    const given = decision === 'rejected' && reason !== undefined ? { ...rest, reason } : rest;
+    return (agent[method] as (options: unknown) => never).call(agent, given);
+  };
 }
 
 /**
  * `agent.approveToolCall`, with the approval stored first (who approved, bound to the call's
  * args): a call rejected on the store first is refused (`ApprovalConflictError`) and nothing runs.
  */
-export async function approveToolCall(agent: AnyAgent, options: Helper<'approveToolCall'>) {
-  await recordToolCallDecision(agent, { ...options, decision: 'approved' });
-  return agent.approveToolCall(split(options).rest as Resume<'approveToolCall'>);
-}
+export const approveToolCall = storedFirst('approveToolCall', 'approved');
 
 /** `agent.approveToolCallGenerate`, with the approval stored first (see `approveToolCall`). */
-export async function approveToolCallGenerate(
-  agent: AnyAgent,
-  options: Helper<'approveToolCallGenerate'>,
-) {
-  await recordToolCallDecision(agent, { ...options, decision: 'approved' });
-  return agent.approveToolCallGenerate(split(options).rest as Resume<'approveToolCallGenerate'>);
-}
+export const approveToolCallGenerate = storedFirst('approveToolCallGenerate', 'approved');
 
 /**
  * `agent.declineToolCall`, with the rejection stored first (Mastra never calls `execute` for a
  * declined call): the call stays rejected, an approval of it delivered later runs nothing.
  */
-export async function declineToolCall(agent: AnyAgent, options: Helper<'declineToolCall'>) {
-  await recordToolCallDecision(agent, { ...options, decision: 'rejected' });
-  const { rest, reason } = split(options);
-  return agent.declineToolCall({ ...rest, ...(reason === undefined ? {} : { reason }) } as never);
-}
+export const declineToolCall = storedFirst('declineToolCall', 'rejected');
 
 /** `agent.declineToolCallGenerate`, with the rejection stored first (see `declineToolCall`). */
-export async function declineToolCallGenerate(
-  agent: AnyAgent,
-  options: Helper<'declineToolCallGenerate'>,
-) {
-  await recordToolCallDecision(agent, { ...options, decision: 'rejected' });
-  const { rest, reason } = split(options);
-  return agent.declineToolCallGenerate({
-    ...rest,
-    ...(reason === undefined ? {} : { reason }),
-  } as never);
-}
+export const declineToolCallGenerate = storedFirst('declineToolCallGenerate', 'rejected');

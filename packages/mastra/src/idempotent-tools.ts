@@ -5,40 +5,11 @@ import {
   type ExecutorOptions,
   InvalidInputError,
   type ToolPolicy,
-  withRetryNote,
 } from '@idempotent-tools/core';
-import {
-  type Adapter,
-  type AdapterOptions,
-  audienceOf,
-  callOf,
-  checkToolName,
-  createEscapes,
-  createToolSetAdapter,
-  errorText,
-  type PerCall as KitPerCall,
-  keyArgs,
-  markWrapped,
-  mergeSignals,
-  NotAnOutcome,
-  type OneToolOptions,
-  oneToolOptions,
-  type RepeatablePolicy,
-  runCall,
-  type ToolSetOptions,
-  takeRepeat,
-  withRepeatNote,
-} from '@idempotent-tools/core/adapter-kit';
+import * as kit from '@idempotent-tools/core/adapter-kit';
+import { toStandardSchema } from '@mastra/core/schema';
 import { type Tool, validateToolInput } from '@mastra/core/tools';
-import {
-  checkEmitted,
-  passedApproval,
-  pinApproval,
-  recordEmitted,
-  TOOL_APPROVAL,
-  type ToolApproval,
-} from './approvals.js';
-import { gateWithoutRepeat, repeatableFields } from './repeat-schema.js';
+import { passedApproval, TOOL_APPROVAL, type ToolApproval } from './approvals.js';
 import { savesEarly, transcriptOf } from './transcript.js';
 
 /** A Mastra tool, as `createTool` makes it (or any `ToolAction`). */
@@ -72,7 +43,7 @@ export interface ToolCallInfo {
 }
 
 /** A per-call value: fixed (wrap per request), or computed from the call (undefined: not known). */
-export type PerCall = KitPerCall<ToolCallInfo>;
+export type PerCall = kit.PerCall<ToolCallInfo>;
 
 /** The policy type of a tool: its input and output types. */
 export type PolicyOf<T> = T extends {
@@ -82,25 +53,25 @@ export type PolicyOf<T> = T extends {
   : ToolPolicy;
 
 type WrapOptions = ExecutorOptions &
-  Pick<AdapterOptions<ToolCallInfo>, 'turnId' | 'conversationId' | 'scope' | 'markFresh'>;
+  Pick<kit.AdapterOptions<ToolCallInfo>, 'turnId' | 'conversationId' | 'scope' | 'markFresh'>;
 
 /**
  * Options of `idempotentTools(tools, options)`. A policy may say `repeatable` (deliberate
  * repeats: the tool's `inputSchema` gets the `repeat` argument, see the README).
  */
 export type IdempotentToolsOptions<TOOLS extends Record<string, AnyTool>> = WrapOptions &
-  ToolSetOptions<
+  kit.ToolSetOptions<
     keyof TOOLS & string,
-    { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> & RepeatablePolicy }
+    { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> & kit.RepeatablePolicy }
   >;
 
 /** Options of `idempotentTool(tool, options)`. */
 export type IdempotentToolOptions<TOOL extends AnyTool> = WrapOptions &
-  OneToolOptions<PolicyOf<TOOL> & RepeatablePolicy>;
+  kit.OneToolOptions<PolicyOf<TOOL> & kit.RepeatablePolicy>;
 
 const CONTEXT = Symbol.for('idempotent-tools.mastra.context');
 /** Developer errors of calls (nothing ran): the wrapped `toModelOutput` throws them. */
-const escapes = createEscapes();
+const escapes = kit.createEscapes();
 
 /**
  * The idempotency context of a wrapped call, from the context your `execute` received: `key`
@@ -119,163 +90,157 @@ async function historyOf(context: Context): Promise<unknown[]> {
   return (await context.memory.recall({ threadId, resourceId, perPage: false })).messages;
 }
 
-/** Input a wrapped call refuses (nothing runs): what the model reads. */
-type Refused = { refused: unknown; invalid: true };
-/** A call as the executor keys it. */
-type KeyedCall = {
-  toolName: string;
-  turnId: string | undefined;
-  scope: string | undefined;
-  args: unknown;
-};
+/** A call's outcome as Mastra's `execute` answers it (Mastra shows a thrown error to the model). */
+function answer(outcome: kit.CallOutcome | kit.Prepared<unknown>): unknown {
+  if ('developer' in outcome) return escapes.escape(outcome.developer);
+  return kit.returnOrThrow(outcome as kit.CallOutcome);
+}
+
+/** A gate of the tool's own (`requireApproval`, `needsApprovalFn`), given the input without `repeat`. */
+const stripped = (gate: unknown, strip: (input: unknown) => unknown) =>
+  typeof gate !== 'function'
+    ? gate
+    : (input: unknown, ...rest: unknown[]) => gate(strip(input), ...rest);
+
+/**
+ * The fields of a repeatable tool's copy: the `inputSchema` the model sees with the repeat
+ * argument (Mastra's agent validates the model's input with it: the tool's schema, with Mastra's
+ * repairs of model input, validates the input without it), and the tool's callbacks of the input
+ * (Mastra hands them the model's input) without it.
+ */
+function repeatableFields(tool: AnyTool, shown: kit.ToolPresentation): Record<string, unknown> {
+  const own = tool.inputSchema == null ? undefined : toStandardSchema(tool.inputSchema as never);
+  const validate = (value: unknown) => {
+    const checked = validateToolInput(own, value, shown.toolName);
+    return checked.error === undefined
+      ? { value: checked.data }
+      : (own as unknown as kit.StandardJsonSchema)['~standard'].validate(value);
+  };
+  const strict = (tool as { strict?: unknown }).strict === true;
+  const announce = tool.onInputAvailable as ((options: object) => unknown) | undefined;
+  return {
+    inputSchema: shown.standardSchema(own, { strict, validate }),
+    requireApproval: stripped(tool.requireApproval, shown.strip),
+    needsApprovalFn: stripped((tool as { needsApprovalFn?: unknown }).needsApprovalFn, shown.strip),
+    ...(announce === undefined
+      ? {}
+      : {
+          onInputAvailable: (o: { input: unknown }) =>
+            announce({ ...o, input: shown.strip(o.input) }),
+        }),
+  };
+}
 
 function wrapTool(
   name: string,
   tool: AnyTool,
-  adapter: Adapter<ToolCallInfo>,
+  adapter: kit.Adapter<ToolCallInfo>,
   approvals: Approvals,
   caller: string,
 ): AnyTool {
   const execute = tool.execute;
-  const treatment = adapter.treatment(name);
-  if (execute === undefined || treatment === 'exclude') return tool;
+  const shown = kit.presentTool(adapter, name, caller);
+  if (execute === undefined || shown.treatment === 'exclude') return tool;
   const copy = (fields: Record<string, unknown>): AnyTool =>
-    Object.assign(Object.create(Object.getPrototypeOf(tool)), tool, fields);
-  if (treatment === 'unsafe') return copy({ description: withRetryNote(tool.description, false) });
+    Object.assign(Object.create(Object.getPrototypeOf(tool)), tool, fields, {
+      description: shown.describe(tool.description),
+    });
+  if (shown.treatment === 'unsafe') return copy({});
+  const fields = shown.repeats === undefined ? {} : repeatableFields(tool, shown);
+  /** The schema the input is validated with, as Mastra's agent validates it. */
+  const schema = (fields.inputSchema ?? tool.inputSchema) as never;
   const policy = adapter.policy(name) as ToolPolicy | undefined;
-  const own = tool.toModelOutput;
-  const repeats = adapter.repeats(name);
-  // The tool's own gates never see the repeat argument (Mastra hands them the model's input).
-  const requireApproval = gateWithoutRepeat(tool.requireApproval, repeats);
   /** The tool's own approval gate: its calls are recorded when the model emits them. */
   const gated =
     Boolean(tool.requireApproval) ||
     typeof (tool as { needsApprovalFn?: unknown }).needsApprovalFn === 'function';
-
-  /** The tool's args and the key's (with a repeat of 2 or more), or why the input is refused. */
-  const argsOf = (input: unknown, context: Context): Refused | { args: unknown; key: unknown } => {
-    let args = input;
-    let repeat = 1;
-    if (repeats !== undefined) {
-      const taken = takeRepeat(input, name, repeats);
-      if ('error' in taken) return { refused: taken.error, invalid: true };
-      ({ args, repeat } = taken);
-    }
-    if ((context?.agent?.resumeData ?? context?.resumeData) == null) {
-      const checked = validateToolInput(tool.inputSchema as never, args, name);
-      if (checked.error) return { refused: checked.error, invalid: true };
-      args = checked.data;
-    }
-    const key = repeats === undefined ? args : keyArgs(args, repeat, repeats);
-    return { args, key };
-  };
+  /** The call as the model emitted it (its validated input), as `recordAsked` records it. */
+  const emitted = (input: unknown) => ({ toolName: name, turnId: 'emitted', args: input });
+  const resuming = (context: Context) =>
+    (context?.agent?.resumeData ?? context?.resumeData) != null;
 
   /**
-   * The call as the executor keys it (`key`: the tool's args, with a repeat of 2 or more) and the
-   * tool's args, or what to return when it cannot run (nothing ran).
+   * The call prepared (the kit's pipeline) from the input as Mastra validates it (not on a
+   * resume: Mastra hands the resumed call its snapshot's input), or Mastra's validation error
+   * (nothing runs; the model reads it).
    */
-  const identify = async (
-    input: unknown,
-    context: Context,
-  ): Promise<
-    Refused | { refused: unknown; error: unknown } | { call: KeyedCall; args: unknown }
-  > => {
-    const checked = argsOf(input, context);
-    if ('refused' in checked) return checked;
-    const { args, key } = checked;
-    try {
-      const info = {
-        toolName: name,
-        input: args,
-        context,
-        history: await historyOf(context ?? {}),
+  const prepare = async (given: unknown, context: Context) => {
+    const checked = resuming(context) ? { data: given } : validateToolInput(schema, given, name);
+    if (checked.error !== undefined) return { refused: checked.error };
+    const history = await historyOf(context ?? {});
+    const info = (args: unknown) => ({ toolName: name, input: args, context, history });
+    const input = checked.data;
+    return {
+      input,
+      prepared: await kit.prepareCall(adapter, { toolName: name, input, parsed: true, info }),
+    };
+  };
+
+  /** The tool's `execute`, in the context Mastra gave, with the call's; a suspension is no outcome. */
+  const run = async (args: unknown, context: Context, ctx: ExecutionContext) => {
+    let suspended = false;
+    const flag = (on: Record<string, unknown> | undefined) => {
+      const fn = on?.suspend as ((...s: unknown[]) => unknown) | undefined;
+      if (typeof fn !== 'function') return on;
+      const suspend = (...s: unknown[]) => {
+        suspended = true;
+        return fn(...s);
       };
-      const { turnId, scope } = callOf(adapter, info, name, key, policy);
-      return { call: { toolName: name, turnId, scope, args: key }, args };
-    } catch (error) {
-      return { refused: escapes.escape(error), error };
-    }
+      return { ...on, suspend };
+    };
+    const inner = {
+      ...flag(context),
+      agent: flag(context?.agent),
+      [CONTEXT]: ctx,
+      abortSignal: kit.mergeSignals(context?.abortSignal, ctx.signal),
+    };
+    const value = await execute(args, inner as never);
+    // A suspended call (it waits for resumeData) is not the call's outcome: never replayed.
+    if (suspended) throw new kit.NotAnOutcome(value);
+    return value;
   };
 
-  /**
-   * An approved call: refused unless the model emitted it with these args (the tool's own gate
-   * records them; the run's `requireToolApproval` alone records nothing), then pinned. The
-   * model's text when it must not run, undefined when it may.
-   */
-  const emittedThenPinned = async (call: KeyedCall, toolCallId: string) => {
-    if (gated) {
-      try {
-        await checkEmitted(adapter.executor, name, toolCallId, call.args);
-      } catch (error) {
-        if (audienceOf(error) !== 'model') throw error;
-        return errorText(error);
-      }
-    }
-    return pinApproval(approvals, call, policy, toolCallId);
-  };
-
-  const wrapped = async (input: unknown, context: Context) => {
-    const identified = await identify(input, context);
+  const wrapped = async (given: unknown, context: Context) => {
+    const identified = await prepare(given, context);
     if ('refused' in identified) return identified.refused; // nothing ran
-    const { call, args } = identified;
-    const resuming = (context?.agent?.resumeData ?? context?.resumeData) != null;
-    // The gate as Mastra asked it: the tool's without the repeat argument, the run's with it.
-    const asked = repeats === undefined ? args : { ...(input as object), ...(args as object) };
-    if (!resuming && (await passedApproval(requireApproval, name, asked, context))) {
-      // Approved by Mastra's gate (which gives the gate no call id): only a call the model
-      // emitted, with its arguments; pin the approval to it here (the approval is of the key's
-      // args: `repeat: 2` is approved on its own).
-      const toolCallId = context.agent?.toolCallId ?? '';
-      const refused = await emittedThenPinned(call, toolCallId).catch((error: unknown) => ({
-        developer: error,
-      }));
-      if (typeof refused === 'string') return refused; // nothing ran: the model reads why
-      if (refused !== undefined) return escapes.escape(refused.developer);
-    }
-    const result = await runCall(adapter as Adapter<never>, call, async (a, ctx) => {
-      let suspended = false;
-      const flag = (on: Record<string, unknown> | undefined) => {
-        const fn = on?.suspend as ((...s: unknown[]) => unknown) | undefined;
-        if (typeof fn !== 'function') return on;
-        const suspend = (...s: unknown[]) => {
-          suspended = true;
-          return fn(...s);
-        };
-        return { ...on, suspend };
-      };
-      const inner = {
-        ...flag(context),
-        agent: flag(context?.agent),
-        [CONTEXT]: ctx,
-        abortSignal: mergeSignals(context?.abortSignal, ctx.signal),
-      };
-      // The tool never sees the repeat argument (the key's args have it from repeat 2 on).
-      const value = await execute(repeats === undefined ? a : args, inner as never);
-      // A suspended call (it waits for resumeData) is not the call's outcome: never replayed.
-      if (suspended) throw new NotAnOutcome(value);
-      return value;
-    });
-    if ('output' in result) return result.output;
-    if (result.developer) return escapes.escape(result.error);
-    throw result.error; // the tool's own error: Mastra shows it to the model
+    if (!('prepared' in identified.prepared)) return answer(identified.prepared);
+    const { call, args } = identified.prepared.prepared;
+    // Approved by Mastra's gate (which gives the gate no call id): only a call the model emitted,
+    // with its arguments; the approval is bound to it here (of the key's args: `repeat: 2` is
+    // approved on its own).
+    const approved =
+      !resuming(context) &&
+      (await passedApproval(
+        fields.requireApproval ?? tool.requireApproval,
+        name,
+        identified.input,
+        context,
+      ));
+    const ref = context?.agent?.toolCallId ?? '';
+    const asked = gated ? emitted(identified.input) : undefined;
+    const guarded = async () => {
+      if (approved) await approvals.approveCall(call, { policy, ref, by: `mastra:${ref}`, asked });
+      return adapter.executor.run(call, (_key, ctx) => run(args, context, ctx), policy);
+    };
+    return answer(await kit.settleRun(adapter as kit.Adapter<never>, guarded));
   };
 
   const approval: ToolApproval = {
     approvals,
-    async request(input, context, ref) {
-      const identified = await identify(input, context as Context);
-      if ('error' in identified) throw identified.error;
-      if ('refused' in identified) {
+    async request(given, context, ref) {
+      const identified = await prepare(given, context as Context);
+      if ('refused' in identified || 'text' in identified.prepared) {
         throw new InvalidInputError({
           field: 'args',
           message: `The suspended call of ${name} has arguments its inputSchema refuses: Mastra will not run it. Nothing was decided.`,
         });
       }
-      if (gated) await checkEmitted(adapter.executor, name, ref, identified.call.args);
-      return approvals.requestApproval(identified.call, { policy, ref });
+      const { call } = kit.orThrow(identified.prepared);
+      if (gated) await approvals.checkAsked(emitted(identified.input), ref, policy);
+      return approvals.requestApproval(call, { policy, ref });
     },
   };
-  const fields = repeats === undefined ? {} : repeatableFields(tool, name, repeats, caller);
+
   const announce = (fields.onInputAvailable ?? tool.onInputAvailable) as
     | ((options: never) => unknown)
     | undefined;
@@ -305,30 +270,26 @@ function wrapTool(
     const id = options.toolCallId;
     const streamed = typeof id === 'string' && streaming.delete(id);
     const firstPass = Array.isArray(options.messages) && options.messages.length > 0;
-    const checked = argsOf(options.input, {});
-    if (typeof id === 'string' && (streamed || firstPass) && !('refused' in checked)) {
-      await recordEmitted(adapter.executor, name, id, checked.key);
+    const checked = validateToolInput(schema, options.input, name);
+    if (typeof id === 'string' && (streamed || firstPass) && checked.error === undefined) {
+      await approvals.recordAsked(emitted(checked.data), id, policy);
     }
     await announce?.(options as never);
   };
   return copy({
     [TOOL_APPROVAL]: approval,
-    description:
-      repeats === undefined
-        ? withRetryNote(tool.description, true)
-        : withRepeatNote(tool.description, repeats),
-    execute: markWrapped(wrapped),
+    execute: kit.markWrapped(wrapped),
     ...fields,
     ...(gated ? { onInputStart, onInputAvailable } : {}),
     toModelOutput: async (output: unknown) => {
       escapes.rethrow(output);
-      return own === undefined ? undefined : own(output);
+      return tool.toModelOutput?.(output);
     },
   });
 }
 
 function wrapSet(tools: unknown, options: unknown, caller: string): Record<string, AnyTool> {
-  const { adapter, entries } = createToolSetAdapter<ToolCallInfo, AnyTool>(tools, options, {
+  const { adapter, entries } = kit.createToolSetAdapter<ToolCallInfo, AnyTool>(tools, options, {
     caller,
     set: 'the tools record of your Agent: { name: createTool({...}) }',
     tool: 'a Mastra tool: define it with createTool({ ... })',
@@ -373,6 +334,7 @@ export function idempotentTool<TOOL extends AnyTool>(
   options: IdempotentToolOptions<TOOL>,
 ): TOOL {
   const name = (tool as { id?: unknown } | null)?.id;
-  checkToolName(name, 'idempotentTool');
-  return wrapSet({ [name]: tool }, oneToolOptions(name, options), 'idempotentTool')[name] as TOOL;
+  kit.checkToolName(name, 'idempotentTool');
+  const one = kit.oneToolOptions(name, options);
+  return wrapSet({ [name]: tool }, one, 'idempotentTool')[name] as TOOL;
 }

@@ -279,6 +279,33 @@ describe('bound approvals for adapters: approveCall, recordAsked, checkAsked', (
     );
   });
 
+  test('approveCall with asked: only the call the model emitted under the ref is approved; other args or a call never asked: nothing is stored', async () => {
+    const store = createMemoryStore();
+    const approvals = createApprovals(createIdempotency({ store }));
+    const emitted = (amount: number) => ({
+      toolName: 'charge',
+      turnId: 'emitted',
+      args: { amount },
+    });
+    await approvals.recordAsked(emitted(5), 'call_1');
+    const records = async () => ((await store.list?.({}))?.records ?? []).length;
+    const before = await records();
+    await expect(
+      approvals.approveCall(charge(500), { ref: 'call_1', by: 'sdk', asked: emitted(500) }),
+    ).rejects.toSatisfy(DriftError.isInstance);
+    const never = await approvals
+      .approveCall(charge(5), { ref: 'made_up', by: 'sdk', asked: emitted(5) })
+      .catch((e: unknown) => e);
+    expect(InvalidInputError.isInstance(never) && never.field === 'args').toBe(true);
+    expect(await records()).toBe(before);
+    const approved = await approvals.approveCall(charge(5), {
+      ref: 'call_1',
+      by: 'sdk:call_1',
+      asked: emitted(5),
+    });
+    expect(approved).toMatchObject({ status: 'approved', by: 'sdk:call_1' });
+  });
+
   test('runAsking: asks only while undecided, stores the answer first, runs once; a standing decision wins', async () => {
     const { approvals, refund, refunds } = setup();
     const asked: Array<string | undefined> = [];

@@ -194,12 +194,19 @@ export interface Approvals {
    * the exact call: its request made or found under `ref`, approved by `by` while still pending;
    * a decision taken first stays (a rejection is thrown). Idempotent: the same approval sent
    * again is the one approval.
+   * @param options.asked the call as `recordAsked` recorded it under `ref` when the model emitted
+   *   it (recorded with the same `policy`): approved only when the model asked for exactly it
+   *   (`checkAsked` first; nothing is stored otherwise). @default not checked
    * @throws ApprovalRejectedError (rejected on the store first), DriftError (`ref` was asked for
-   *   with other arguments: an edited history or state)
+   *   with other arguments: an edited history or state), and what `checkAsked` throws
    */
   approveCall<Args>(
     call: Call<Args>,
-    options: RequestApprovalOptions<Args> & { ref: string; by: string },
+    options: RequestApprovalOptions<Args> & {
+      ref: string;
+      by: string;
+      asked?: Call<unknown> | undefined;
+    },
   ): Promise<Approval>;
   /**
    * Record that the model asked for this call: its framework's id of the call (`ref`) with these
@@ -692,9 +699,20 @@ export function createApprovals(
 
   async function approveCall<Args>(
     call: Call<Args>,
-    options: RequestApprovalOptions<Args> & { ref: string; by: string },
+    options: RequestApprovalOptions<Args> & {
+      ref: string;
+      by: string;
+      asked?: Call<unknown> | undefined;
+    },
   ): Promise<Approval> {
-    const { by, ...request } = options;
+    const { by, asked: emitted, ...request } = options;
+    if (emitted !== undefined) {
+      await checkAsked(
+        emitted,
+        request.ref,
+        request.policy as RequestApprovalOptions<unknown>['policy'],
+      );
+    }
     const requested = await requestApproval(call, request);
     let approval = requested;
     if (requested.status === 'pending')
