@@ -8,17 +8,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { APPROVAL_TOOL_NAMES, type Approval, createMemoryStore } from '@idempotent-tools/core';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import { countEffects } from '@idempotent-tools/testing';
 import { createTool } from '@mastra/core/tools';
 import { afterAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import {
-  APPROVAL_TOOL_NAMES,
-  type Approval,
   createApprovals,
   createIdempotency,
-  createMemoryStore,
   declineToolCallGenerate,
   getToolCallApproval,
   idempotentTools,

@@ -1,4 +1,15 @@
-export * from '@idempotent-tools/core';
+export {
+  ConfigurationError,
+  createApprovals,
+  createIdempotency,
+  DriftError,
+  type ExecutionContext,
+  type ExecutorOptions,
+  type Idempotency,
+  type IdempotencyStore,
+  InvalidInputError,
+  type ToolPolicy,
+} from '@idempotent-tools/core';
 export {
   approveToolCall,
   approveToolCallGenerate,

@@ -4,6 +4,8 @@
  * (replayed); `repeat: 2` is a second effect; a retry of it is replayed; the tool never sees
  * `repeat`. Zod 4, zod 3, JSON-schema and Standard Schema tools.
  */
+
+import { createMemoryStore } from '@idempotent-tools/core';
 import {
   type ModelTurn,
   type ScriptedReply,
@@ -18,7 +20,6 @@ import {
   type AnyTool,
   approveToolCallGenerate,
   ConfigurationError,
-  createMemoryStore,
   getToolCallApproval,
   type IdempotentToolsOptions,
   idempotentTool,
