@@ -1,12 +1,6 @@
 /** One call of a LangGraph task: its thread, run and place in the run, read from LangGraph. */
-import {
-  ConfigurationError,
-  canonicalize,
-  currentExecutionContext,
-  type ExecutorOptions,
-  sha256,
-} from '@idempotent-tools/core';
-import * as kit from '@idempotent-tools/core/adapter-kit';
+import { canonicalize, type ExecutorOptions } from '@idempotent-tools/core';
+import type * as kit from '@idempotent-tools/core/adapter-kit';
 import {
   type BaseCheckpointSaver,
   getConfig,
@@ -79,55 +73,37 @@ async function finishedRun(config: LangGraphRunnableConfig): Promise<boolean | s
 const TASK_ID = /:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
- * The adapter of one task and `prepare(args)`, the prepared call of one of its calls (inside the
- * running task). Its turn id: the run's turn (`turn_id`, else the thread is one run: refused once
- * it finished one) and the call's place in the run (the checkpoint namespace without task ids,
- * LangGraph's path of the call, the key of the idempotent call it runs inside).
+ * How one task is described to the kit: its turn is the run's (`turn_id`, else the thread is one
+ * run: refused once it finished one) and the call's place in the run (the checkpoint namespace
+ * without task ids, LangGraph's path of the call). `info(args)`: the call info, in the task.
  */
-export function taskCalls<Args extends unknown[], Result>(
-  caller: string,
-  name: string,
-  fn: unknown,
-  options: IdempotentTaskOptions<Args, Result>,
-  own: readonly string[] = [],
-) {
-  const keyed = options?.businessKey !== undefined;
-  const tasks = kit.createTaskAdapter<TaskCall, Args>(fn, options, {
+export function taskSpec(caller: string, name: string) {
+  const spec = {
     caller,
     name,
-    options: own,
-    turn: ({ config }) => idOf(config.configurable?.turn_id),
-    conversation: ({ config }) => idOf(config.configurable?.thread_id),
-    // Without a turn id the thread is one run: its "turn" is derived from the thread alone.
-    transcript: () => [{ role: 'user', content: 'run' }],
+    turn: ({ config }: TaskCall) => idOf(config.configurable?.turn_id),
+    conversation: ({ config }: TaskCall) => idOf(config.configurable?.thread_id),
     howTo:
       'the thread id (graph.invoke(input, { configurable: { thread_id } })) or the conversationId option',
-    turnOf: async (turn, { config }) => {
-      if (turn === undefined) return undefined;
-      const thread = idOf(config.configurable?.thread_id) ?? null;
-      const finished = turn.source === 'derived' && !keyed && (await finishedRun(config));
-      if (finished !== false) {
-        const named = thread === null ? 'the thread' : `thread ${JSON.stringify(thread)}`;
-        const why =
-          finished === true
-            ? `${named} already finished a run`
-            : `whether ${named} already finished a run cannot be told (${finished})`;
-        throw new ConfigurationError({
-          option: 'turnId',
-          message: `${caller}(${name}): ${why}, so this call cannot be told from a retry of the same call in that run. Nothing ran. Pass configurable: { thread_id, turn_id } with a turn_id of its own for each run (the same one when you retry the run), or the turnId option.`,
-        });
-      }
-      const ns = String(config.configurable?.checkpoint_ns ?? '').split('|');
-      const path = config.metadata?.langgraph_path;
-      const place = [
-        ns.map((segment) => segment.replace(TASK_ID, '')),
-        path === undefined ? null : (JSON.parse(JSON.stringify(path)) as unknown),
-        currentExecutionContext()?.key ?? null,
-      ];
-      return `lgt_${sha256(canonicalize(['idempotent-tools/langgraph-task', 1, turn.turnId, thread, place]))}`;
+    runs: {
+      finished: ({ config }: TaskCall) => finishedRun(config),
+      place: ({ config }: TaskCall) => [
+        String(config.configurable?.checkpoint_ns ?? '')
+          .split('|')
+          .map((segment) => segment.replace(TASK_ID, '')),
+        config.metadata?.langgraph_path === undefined
+          ? null
+          : (JSON.parse(JSON.stringify(config.metadata.langgraph_path)) as unknown),
+      ],
+      tag: ['lgt_', 'idempotent-tools/langgraph-task'] as const,
+      runHowTo:
+        'configurable: { thread_id, turn_id } with a turn_id of its own for each run (the same one when you retry the run), or the turnId option',
     },
+  } satisfies kit.TaskSpec<TaskCall>;
+  const info = (args: readonly unknown[]): TaskCall => ({
+    taskName: name,
+    args,
+    config: getConfig() as LangGraphRunnableConfig,
   });
-  const config = () => getConfig() as LangGraphRunnableConfig;
-  const prepare = (args: Args) => tasks.prepare(args, { taskName: name, args, config: config() });
-  return { ...tasks, prepare };
+  return { spec, info };
 }

@@ -18,6 +18,16 @@ export {
   type ToolTreatment,
 } from './adapter.js';
 export {
+  APPROVAL_DECISION_SCHEMA,
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type ApprovalTask,
+  type ApprovalTaskOptions,
+  type ApprovalTaskSpec,
+  createApprovalTask,
+  isApprovalRequest,
+} from './approval-tasks.js';
+export {
   parseArguments,
   parseSchema,
   type StandardSchema,
@@ -115,6 +125,7 @@ export { createRunnerStop, type RunnerStop } from './runner-stop.js';
 export {
   createTaskAdapter,
   type TaskAdapter,
+  type TaskRuns,
   type TaskSpec,
   type TaskWrapOptions,
 } from './tasks.js';
