@@ -89,6 +89,7 @@ export {
   runPrepared,
   type SettledRun,
   settleCall,
+  settlePipeline,
   settleRun,
 } from './pipeline.js';
 export {
@@ -134,10 +135,13 @@ export {
   createToolListAdapter,
   createToolSetAdapter,
   type OneToolOptions,
+  type OneToolWrapperOptions,
   oneToolOptions,
   type ToolListSpec,
   type ToolSetOptions,
   type ToolSetSpec,
+  type ToolSetWrapperOptions,
+  type ToolWrapOptions,
 } from './tool-set.js';
 export {
   type MessageSource,
