@@ -6,7 +6,7 @@ import {
   getConfig,
   type LangGraphRunnableConfig,
 } from '@langchain/langgraph';
-import { idOf } from './identity.js';
+import { configured } from './identity.js';
 
 /** What a `turnId`, `conversationId` or `scope` function is given about one task call. */
 export interface TaskCall {
@@ -81,8 +81,7 @@ export function taskSpec(caller: string, name: string) {
   const spec = {
     caller,
     name,
-    turn: ({ config }: TaskCall) => idOf(config.configurable?.turn_id),
-    conversation: ({ config }: TaskCall) => idOf(config.configurable?.thread_id),
+    ...configured,
     howTo:
       'the thread id (graph.invoke(input, { configurable: { thread_id } })) or the conversationId option',
     runs: {
