@@ -48,8 +48,6 @@ export interface IdempotencyMetadata {
 }
 
 type ByName<T extends readonly ToolLike[]> = { [K in T[number] as K['name']]: K };
-/** `ttl`, `lease`, `businessKey`, `reconcile`, ..., `repeatable` (deliberate repeats). */
-type Policy<Args> = ToolPolicy<Args> & kit.RepeatablePolicy;
 
 /** Options of `idempotentTool(tool, options)` (`unsafe`: every call runs, with the note). */
 export type IdempotentToolOptions<T = ToolLike> = kit.OneToolWrapperOptions<
@@ -62,12 +60,12 @@ export type IdempotentToolsOptions<T extends readonly ToolLike[] = readonly Tool
   kit.ToolSetWrapperOptions<
     CallContext,
     T[number]['name'],
-    { [N in keyof ByName<T>]?: Policy<ToolArgs<ByName<T>[N]>> }
+    { [N in keyof ByName<T>]: ToolPolicy<ToolArgs<ByName<T>[N]>> }
   >;
 
 /** Options of `idempotentToolsMiddleware(options)`: the tools are not known in advance. */
 export type IdempotentToolsMiddlewareOptions = kit.ToolSetWrapperOptions<
   CallContext,
   string,
-  Readonly<Record<string, Policy<Record<string, unknown>>>>
+  Record<string, ToolPolicy<Record<string, unknown>>>
 >;

@@ -119,8 +119,7 @@ export function wrapTool<T extends ToolLike>(
     };
     const mark = (value: unknown, replayed: boolean, { key, outcome }: Result) => {
       // The executor hands back a JSON round trip, no longer a ToolMessage or Command.
-      const command = (fresh as { lg_name?: unknown } | null)?.lg_name === 'Command';
-      if (!replayed && (isDirectToolOutput(fresh) || command)) return fresh;
+      if (!replayed && isDirectToolOutput(fresh)) return fresh;
       if (pair && !(Array.isArray(value) && value.length === 2)) return value;
       const [content, artifact] = pair ? (value as unknown[]) : [value];
       const marked = kit.markOutput(content, replayed, adapter.markFresh);

@@ -95,10 +95,13 @@ export type OneToolWrapperOptions<Info, Policy> = ExecutorOptions &
   ToolWrapOptions<Info> &
   OneToolOptions<Policy & RepeatablePolicy>;
 
-/** All the options of a tool set's wrapper: the executor's, `ToolWrapOptions`, `ToolSetOptions`. */
+/**
+ * All the options of a tool set's wrapper: the executor's, `ToolWrapOptions`, `ToolSetOptions`
+ * whose policies (`Policies`: each tool's, by name) may say `repeatable`.
+ */
 export type ToolSetWrapperOptions<Info, Name extends string, Policies> = ExecutorOptions &
   ToolWrapOptions<Info> &
-  ToolSetOptions<Name, Policies>;
+  ToolSetOptions<Name, { readonly [N in keyof Policies]?: Policies[N] & RepeatablePolicy }>;
 
 /** How an adapter of a framework's list of tools describes itself (see `AdapterSpec`). */
 export interface ToolListSpec<Info, Tool>
