@@ -39,7 +39,7 @@ function setup(options: Record<string, unknown> = {}) {
   };
   const task = createApprovalTask<Info, [number], { id: string; cents: number }, string>(
     charge,
-    { idempotency, ...options },
+    { idempotency, ...options } as never,
     {
       caller: 'approvalTask',
       name: 'charge',
