@@ -5,7 +5,7 @@
  * approvals' `askInRun`, then the call once) are implemented here; the adapter only pauses.
  */
 import { type Approval, type AskedDecision, createApprovals } from '../approvals/approvals.js';
-import { ApprovalRejectedError, ConfigurationError } from '../errors/index.js';
+import { ApprovalRejectedError } from '../errors/index.js';
 import type { PreparedCall } from './pipeline.js';
 import {
   createTaskAdapter,
@@ -110,32 +110,29 @@ function decisionOf(answer: unknown, approvalKey: string, spec: ApprovalTaskSpec
  * `askInRun`: write-once, a resume sent twice is one decision, a value that is not this call's
  * asks again with `refused`), then runs `fn` once. A rejection stays one (`ApprovalRejectedError`,
  * or `onRejected`'s value); a decision made on the store first is used without pausing.
- * @throws ConfigurationError for a bad `needsApproval`, `description` or `onRejected` (and see
- *   `createTaskAdapter`)
+ * @throws ConfigurationError for a bad `needsApproval`, `description` or `onRejected` (the
+ *   kit's `optionChecks`; and see `createTaskAdapter`)
  */
 export function createApprovalTask<Info, Args extends unknown[], Result, Rejected = never>(
   fn: (...args: Args) => Result | Promise<Result>,
   options: ApprovalTaskOptions<Info, Args, Result, Rejected>,
   spec: ApprovalTaskSpec<Info>,
 ): ApprovalTask<Info, Args, Result, Rejected> {
-  const { caller, name } = spec;
-  const { needsApproval = true, description, onRejected, ...rest } = options ?? {};
-  const checks = [
-    ['needsApproval', needsApproval, 'boolean function', 'is a boolean or (...args) => boolean'],
-    ['description', description, 'string function', 'is a string or (...args) => string'],
-    ['onRejected', onRejected, 'function', "is (approval, ...args) => the task's value"],
-  ] as const;
-  for (const [option, value, types, example] of checks) {
-    if (value !== undefined && !types.split(' ').includes(typeof value)) {
-      throw new ConfigurationError({
-        option,
-        message: `${caller}(${name}): ${option} ${example}.`,
-      });
-    }
-  }
-  const own = [...(spec.options ?? []), ...checks.map(([option]) => option)];
-  const tasks = createTaskAdapter<Info, Args>(fn, rest, { ...spec, options: own });
-  const ttl = (rest as { ttl?: unknown }).ttl;
+  const { name } = spec;
+  const { needsApproval = true, description, onRejected } = options ?? {};
+  const kinds: Record<string, [types: string, example: string]> = {
+    needsApproval: ['boolean function', 'a boolean or (...args) => boolean'],
+    description: ['string function', 'a string or (...args) => string'],
+    onRejected: ['function', "(approval, ...args) => the task's value"],
+  };
+  const checks = Object.entries(kinds).map(([option, [types, example]]) => {
+    const check = (value: unknown) =>
+      types.split(' ').includes(typeof value) ? undefined : `${option} of ${name} is ${example}.`;
+    return [option, check] as const;
+  });
+  const optionChecks = { ...spec.optionChecks, ...Object.fromEntries(checks) };
+  const tasks = createTaskAdapter<Info, Args>(fn, options, { ...spec, optionChecks });
+  const ttl = (options as { ttl?: unknown } | undefined)?.ttl;
   const approvals = createApprovals(tasks.adapter.executor, typeof ttl === 'number' ? { ttl } : {});
   const effect = (a: unknown) => fn(...(a as Args)); // of the args as the executor hands them
 
