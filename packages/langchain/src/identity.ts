@@ -1,5 +1,6 @@
 /** A call's turn: `configurable`, or the graph state's messages read as the kit's runs. */
 import * as kit from '@idempotent-tools/core/adapter-kit';
+import type { RunnableConfig } from '@langchain/core/runnables';
 import type { CallContext } from './types.js';
 
 type MessageLike = Partial<Record<'type' | 'role' | 'content' | 'name' | 'status', unknown>> & {
@@ -81,10 +82,16 @@ export function deriveTurnId(input: {
 }
 
 /** A `configurable` id (`thread_id`, `turn_id`): a non-empty string or a number. */
-export const idOf = (value: unknown) =>
+const idOf = (value: unknown) =>
   (typeof value === 'string' && value !== '') || typeof value === 'number'
     ? String(value)
     : undefined;
+
+/** The turn (`configurable.turn_id`) and conversation (`thread_id`) of a call's config. */
+export const configured = {
+  turn: ({ config }: { config: RunnableConfig }) => idOf(config.configurable?.turn_id),
+  conversation: ({ config }: { config: RunnableConfig }) => idOf(config.configurable?.thread_id),
+};
 
 /**
  * Where a call's turn comes from: `configurable.turn_id`, else `thread_id` + the state's
@@ -94,8 +101,7 @@ export const idOf = (value: unknown) =>
 export const turnSourcesOf = (
   endsRun?: (name: string) => boolean | undefined,
 ): kit.TurnSources<CallContext> => ({
-  turn: ({ config }) => idOf(config.configurable?.turn_id),
-  conversation: ({ config }) => idOf(config.configurable?.thread_id),
+  ...configured,
   transcript: ({ state }) =>
     Array.isArray(state?.messages) ? kit.readRuns(state.messages, reader(endsRun)) : undefined,
   howTo:

@@ -3,6 +3,7 @@ export {
   createIdempotency,
   createMemoryStore,
   DriftError,
+  type ExecutorOptions,
   type Idempotency,
   IdempotencyError,
   type IdempotencyStore,
@@ -17,7 +18,6 @@ export { deriveTurnId } from './identity.js';
 export { idempotentTool, idempotentTools } from './tools.js';
 export type {
   CallContext,
-  ExecutorOptions,
   IdempotencyMetadata,
   IdempotentToolOptions,
   IdempotentToolsMiddlewareOptions,

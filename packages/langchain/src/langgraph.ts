@@ -5,18 +5,124 @@
  * (LangGraph re-runs a task whose result it did not keep: each re-run is a lookup first); and
  * tasks that ask a person first (`approvalTask`: an interrupt, the resume value the decision).
  */
+import { canonicalize, type ExecutorOptions } from '@idempotent-tools/core';
+import * as kit from '@idempotent-tools/core/adapter-kit';
 import {
-  type Approval,
-  ApprovalRejectedError,
-  type AskedDecision,
-  ConfigurationError,
-  createApprovals,
-} from '@idempotent-tools/core';
-import { interrupt, isGraphInterrupt, type TaskOptions, task } from '@langchain/langgraph';
-import { type IdempotentTaskOptions, taskCalls } from './langgraph-call.js';
+  type BaseCheckpointSaver,
+  getConfig,
+  interrupt,
+  isGraphInterrupt,
+  type LangGraphRunnableConfig,
+  type TaskOptions,
+  task,
+} from '@langchain/langgraph';
+import { configured } from './identity.js';
 
 export { type Approval, ApprovalRejectedError, createApprovals } from '@idempotent-tools/core';
-export type { IdempotentTaskOptions, TaskCall } from './langgraph-call.js';
+export {
+  type ApprovalDecision,
+  type ApprovalRequest,
+  isApprovalRequest,
+} from '@idempotent-tools/core/adapter-kit';
+
+/** What a `turnId`, `conversationId` or `scope` function is given about one task call. */
+export interface TaskCall {
+  taskName: string;
+  /** The task's arguments. */
+  args: readonly unknown[];
+  /** The task's config: `configurable` (`thread_id`, `turn_id`, `checkpoint_ns`), `metadata`... */
+  config: LangGraphRunnableConfig;
+}
+
+/**
+ * Options of `idempotentTask(name, fn, options)`: the executor's options or `{ idempotency }`;
+ * the run is `configurable.turn_id` (else the thread is one run), the thread `thread_id`.
+ */
+export type IdempotentTaskOptions<
+  Args extends unknown[] = unknown[],
+  Result = unknown,
+> = ExecutorOptions & kit.TaskWrapOptions<TaskCall, Args, Result>;
+
+type Tuple = NonNullable<Awaited<ReturnType<BaseCheckpointSaver['getTuple']>>>;
+
+/**
+ * Whether the thread finished a run before this one: `true`, `false`, or why its checkpoints
+ * cannot tell (completing "... so ..."). An entrypoint writes `__end__` when it returns (a run
+ * that broke or paused never did); a graph's new run (a new `__start__` version) marks the tasks
+ * the run before left undone as seen: when its `versions_seen` equals the checkpoint before it,
+ * that run finished. A state edited between two runs (`updateState`) cannot tell.
+ */
+async function finishedRun(config: LangGraphRunnableConfig): Promise<boolean | string> {
+  const { __pregel_checkpointer: saver, thread_id, checkpoint_map } = config.configurable ?? {};
+  const current = (checkpoint_map as Record<string, string> | undefined)?.[''];
+  if (saver === undefined)
+    return 'the graph has no checkpointer: LangGraph keeps no record of its runs';
+  if (current === undefined) return 'LangGraph did not say which checkpoint the run is at';
+  const s = saver as BaseCheckpointSaver;
+  const at = { configurable: { thread_id, checkpoint_ns: '', checkpoint_id: current } };
+  const tuple = await s.getTuple(at);
+  let found = tuple; // else the latest checkpoint before this run's
+  const thread = { configurable: { thread_id, checkpoint_ns: '' } };
+  if (found === undefined) for await (found of s.list(thread, { before: at, limit: 1 }));
+  if (found === undefined) return false; // no checkpoint before this run's: its first run
+  const versions = found.checkpoint.channel_versions;
+  if (versions.__end__ !== undefined) return true;
+  if (Object.keys(versions).every((channel) => channel.startsWith('__'))) return false;
+  if (tuple === undefined)
+    return "this run's checkpoint is not written yet: durability 'exit', or a saver that writes while the run goes on (invoke with durability: 'sync')";
+  const seen = (t: Tuple) => canonicalize(t.checkpoint.versions_seen);
+  const start = (t: Tuple) => t.checkpoint.channel_versions.__start__;
+  // From this run's input checkpoint back, one run at a time.
+  for (let t: Tuple = tuple; ; ) {
+    const before: Tuple | null | undefined =
+      t.parentConfig && ((await s.getTuple(t.parentConfig)) ?? null);
+    if (!before) return before === null ? 'a checkpoint of the thread is missing' : false;
+    if (t.metadata?.source === 'input' && start(t) !== start(before)) {
+      const edited = before.metadata?.source === 'update' || before.metadata?.source === 'fork';
+      if (edited) return 'its state was edited (updateState) after the run before';
+      if (seen(t) === seen(before)) return true;
+    }
+    t = before;
+  }
+}
+
+/** A checkpoint namespace segment without its task id: `charge:<uuid>` -> `charge`. */
+const TASK_ID = /:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * How one task is described to the kit: its turn is the run's (`turn_id`, else the thread is one
+ * run: refused once it finished one) and the call's place in the run (the checkpoint namespace
+ * without task ids, LangGraph's path of the call). `info(args)`: the call info, in the task.
+ */
+function taskSpec(caller: string, name: string) {
+  const spec = {
+    caller,
+    name,
+    ...configured,
+    howTo:
+      'the thread id (graph.invoke(input, { configurable: { thread_id } })) or the conversationId option',
+    runs: {
+      finished: ({ config }: TaskCall) => finishedRun(config),
+      place: ({ config }: TaskCall) => [
+        String(config.configurable?.checkpoint_ns ?? '')
+          .split('|')
+          .map((segment) => segment.replace(TASK_ID, '')),
+        config.metadata?.langgraph_path === undefined
+          ? null
+          : (JSON.parse(JSON.stringify(config.metadata.langgraph_path)) as unknown),
+      ],
+      tag: ['lgt_', 'idempotent-tools/langgraph-task'] as const,
+      runHowTo:
+        'configurable: { thread_id, turn_id } with a turn_id of its own for each run (the same one when you retry the run), or the turnId option',
+    },
+  } satisfies kit.TaskSpec<TaskCall>;
+  const info = (args: readonly unknown[]): TaskCall => ({
+    taskName: name,
+    args,
+    config: getConfig() as LangGraphRunnableConfig,
+  });
+  return { spec, info };
+}
 
 const nameOf = (nameOrOptions: string | TaskOptions) =>
   (typeof nameOrOptions === 'string' ? nameOrOptions : nameOrOptions?.name) as string;
@@ -38,81 +144,18 @@ export function idempotentTask<Args extends unknown[], Result>(
   fn: (...args: Args) => Result | Promise<Result>,
   options: IdempotentTaskOptions<Args, Result>,
 ): (...args: Args) => Promise<Result> {
-  const { prepare, run } = taskCalls('idempotentTask', nameOf(nameOrOptions), fn, options);
-  const call = async (...args: Args) => run(await prepare(args), fn);
+  const { spec, info } = taskSpec('idempotentTask', nameOf(nameOrOptions));
+  const { prepare, run } = kit.createTaskAdapter<TaskCall, Args>(fn, options, spec);
+  const call = async (...args: Args) => run(await prepare(args, info(args)), fn);
   return task(nameOrOptions, call as never) as (...args: Args) => Promise<Result>;
 }
-
-/** The interrupt value an approval task pauses with (`result.__interrupt__[i].value`). */
-export interface ApprovalRequest<Args extends unknown[] = unknown[]> {
-  type: 'approval_request';
-  /** Echo it back in the resume value: the decision is bound to this call and no other. */
-  approvalKey: string;
-  /** The task's name. */
-  taskName: string;
-  /** The arguments the person approves (the exact call). */
-  args: Args;
-  /** The task's `description` for this call, when it has one. */
-  description?: string;
-  /** Why the previous resume value was not taken: nothing ran or was decided; asked again. */
-  refused?: string;
-}
-
-/** The resume value of an approval interrupt: `new Command({ resume: decision })`. */
-export type ApprovalDecision =
-  | { type: 'approve'; approvalKey: string; by: string }
-  | { type: 'reject'; approvalKey: string; by: string; reason?: string | undefined };
 
 /** Options of `approvalTask(name, fn, options)`: `idempotentTask`'s, and these. */
 export type ApprovalTaskOptions<
   Args extends unknown[] = unknown[],
   Result = unknown,
   Rejected = never,
-> = IdempotentTaskOptions<Args, Result> & {
-  /** Whether this call needs approval; one that does not runs as an `idempotentTask`. @default true */
-  needsApproval?: boolean | ((...args: Args) => boolean | Promise<boolean>) | undefined;
-  /** Shown to the person in the interrupt value. @default undefined */
-  description?: string | ((...args: Args) => string) | undefined;
-  /** The task's value for a rejected call. @default undefined (it throws `ApprovalRejectedError`) */
-  onRejected?: ((approval: Approval, ...args: Args) => Rejected | Promise<Rejected>) | undefined;
-};
-
-/** The resume value's JSON Schema, surfaced to clients on `Interrupt.response_schema`. */
-const RESPONSE_SCHEMA = {
-  type: 'object' as const,
-  required: ['type', 'approvalKey', 'by'],
-  properties: {
-    type: { enum: ['approve', 'reject'] },
-    approvalKey: { type: 'string' },
-    by: { type: 'string', minLength: 1 },
-    reason: { type: 'string' },
-  },
-};
-
-/** Whether an interrupt value is an approval task's request. */
-export function isApprovalRequest(value: unknown): value is ApprovalRequest {
-  const v = value as Partial<ApprovalRequest> | null;
-  return v?.type === 'approval_request' && typeof v.approvalKey === 'string';
-}
-
-/** The decision in a resume value (an `ApprovalDecision`), or why it is none. */
-function decisionOf(answer: unknown, approvalKey: string): AskedDecision | string {
-  const { type, approvalKey: key, by, reason } = (answer ?? {}) as Record<string, unknown>;
-  const decision = {
-    approvalKey: key,
-    status: type === 'approve' ? 'approved' : 'rejected',
-    by,
-    reason,
-  };
-  const fine =
-    (type === 'approve' || type === 'reject') &&
-    typeof key === 'string' &&
-    typeof by === 'string' &&
-    by !== '' &&
-    (reason === undefined || typeof reason === 'string');
-  if (fine) return decision as AskedDecision;
-  return `The resume value ${JSON.stringify(answer) ?? 'undefined'} is not a decision: nothing ran and nothing was decided. Resume with new Command({ resume: { type: 'approve' | 'reject', approvalKey: '${approvalKey}', by, reason? } }).`;
-}
+> = ExecutorOptions & kit.ApprovalTaskOptions<TaskCall, Args, Result, Rejected>;
 
 /**
  * A LangGraph task whose call asks a person first, bound to the exact call: it pauses with
@@ -135,53 +178,13 @@ export function approvalTask<Args extends unknown[], Result, Rejected = never>(
   fn: (...args: Args) => Result | Promise<Result>,
   options: ApprovalTaskOptions<Args, Result, Rejected>,
 ): (...args: Args) => Promise<Result | Rejected> {
-  const caller = 'approvalTask';
-  const name = nameOf(nameOrOptions);
-  const { needsApproval = true, description, onRejected, ...rest } = options ?? {};
-  const checks = [
-    ['needsApproval', needsApproval, 'boolean function', 'is a boolean or (...args) => boolean'],
-    ['description', description, 'string function', 'is a string or (...args) => string'],
-    ['onRejected', onRejected, 'function', "is (approval, ...args) => the task's value"],
-  ] as const;
-  for (const [option, value, types, example] of checks) {
-    if (value !== undefined && !types.split(' ').includes(typeof value)) {
-      throw new ConfigurationError({
-        option,
-        message: `${caller}(${name}): ${option} ${example}.`,
-      });
-    }
-  }
-  const own = checks.map(([option]) => option);
-  const { adapter, prepare, run: runTask } = taskCalls(caller, name, fn, rest, own);
-  const ttl = (rest as { ttl?: unknown }).ttl;
-  const approvals = createApprovals(adapter.executor, typeof ttl === 'number' ? { ttl } : {});
-  const effect = (a: unknown) => fn(...(a as Args)); // of the args as the executor hands them
-
-  const run = async (...args: Args): Promise<Result | Rejected> => {
-    const prepared = await prepare(args);
-    const { call, policy } = prepared;
-    const asks = typeof needsApproval === 'function' ? await needsApproval(...args) : needsApproval;
-    if (!asks) return runTask(prepared, fn);
-    const text = typeof description === 'function' ? description(...args) : description;
-    const shown = text === undefined ? {} : { description: text };
-    const approval = await approvals.askInRun(
-      call,
-      {
-        ask: ({ approvalKey, refused }) => {
-          const request = { type: 'approval_request', approvalKey, taskName: name, args, ...shown };
-          const asked = refused === undefined ? request : { ...request, refused };
-          return interrupt(asked, { responseSchema: RESPONSE_SCHEMA });
-        },
-        stops: isGraphInterrupt,
-        decisionOf,
-      },
-      policy,
-    );
-    if (approval.status === 'rejected') {
-      if (onRejected !== undefined) return onRejected(approval, ...args);
-      throw new ApprovalRejectedError({ approval, callKey: approval.callKey });
-    }
-    return (await approvals.run(call, effect, policy as never)).value as Result;
-  };
+  const { spec, info } = taskSpec('approvalTask', nameOf(nameOrOptions));
+  const { prepare, ask } = kit.createApprovalTask<TaskCall, Args, Result, Rejected>(fn, options, {
+    ...spec,
+    pause: (request) => interrupt(request, { responseSchema: kit.APPROVAL_DECISION_SCHEMA }),
+    stops: isGraphInterrupt,
+    resume: (decision) => `new Command({ resume: ${decision} })`,
+  });
+  const run = async (...args: Args) => ask(await prepare(args, info(args)));
   return task(nameOrOptions, run as never) as (...args: Args) => Promise<Result | Rejected>;
 }

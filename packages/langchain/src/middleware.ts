@@ -5,6 +5,9 @@ import { toolsSeen, turnSourcesOf } from './identity.js';
 import type { CallContext, IdempotentToolsMiddlewareOptions } from './types.js';
 import { wrapTool } from './wrap-tool.js';
 
+/** The fields of a plain tool definition (what the model is shown of a wrapped tool). */
+const PLAIN = ['name', 'description', 'schema', 'extras', 'metadata'] as const;
+
 const canWrap = (tool: unknown): tool is StructuredToolInterface => {
   const t = tool as (StructuredToolInterface & { _call?: unknown }) | undefined;
   return isStructuredTool(t) && typeof t._call === 'function' && typeof t.name === 'string';
@@ -67,15 +70,9 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
           tools.learn(tool);
           const out = canWrap(tool) ? guarded(tool) : tool;
           if (out === tool) return tool;
-          const { name, description, schema, extras, metadata } = out as typeof out & {
-            extras?: object;
-            metadata?: object;
-          };
-          const more = {
-            ...(extras === undefined ? {} : { extras }),
-            ...(metadata === undefined ? {} : { metadata }),
-          };
-          return { name, description, schema, ...more };
+          const own = out as unknown as Record<string, unknown>;
+          const shown = PLAIN.filter((field) => own[field] !== undefined);
+          return Object.fromEntries(shown.map((field) => [field, own[field]])) as typeof tool;
         }),
       }),
     // A developer error of the tool ends the run, even when a middleware below us (e.g.

@@ -10,7 +10,13 @@ import type {
 import { checkTool, wrapTool } from './wrap-tool.js';
 
 /** The tools, wrapped (options, policies and names checked first). */
-function wrapAll<T extends readonly ToolLike[]>(tools: T, options: object, caller: string): T {
+function wrapAll<T extends readonly ToolLike[]>(tools: T, options: unknown, caller: string): T {
+  if (!Array.isArray(tools)) {
+    throw new ConfigurationError({
+      option: 'tools',
+      message: `${caller} takes an array of tools.`,
+    });
+  }
   for (const tool of tools) checkTool(tool, caller);
   const adapter = kit.createAdapter<CallContext>(options as never, {
     caller,
@@ -36,11 +42,8 @@ function wrapAll<T extends readonly ToolLike[]>(tools: T, options: object, calle
  *   out of a wrapper: its call would wait for itself)
  */
 export function idempotentTool<T extends ToolLike>(tool: T, options: IdempotentToolOptions<T>): T {
-  const { policy, unsafe, ...rest } = (options ?? {}) as IdempotentToolOptions<T>;
   const name = (tool as Partial<ToolLike> | null)?.name as string;
-  const policies = policy === undefined ? {} : { policies: { [name]: policy } };
-  const one = { ...rest, ...policies, ...(unsafe === true ? { unsafe: [name] } : {}) };
-  return wrapAll([tool], one, 'idempotentTool')[0] as T;
+  return wrapAll([tool], kit.oneToolOptions(name, options), 'idempotentTool')[0] as T;
 }
 
 /**
@@ -52,9 +55,5 @@ export function idempotentTools<T extends readonly ToolLike[]>(
   tools: T,
   options: IdempotentToolsOptions<T>,
 ): T {
-  if (Array.isArray(tools)) return wrapAll(tools, options, 'idempotentTools');
-  throw new ConfigurationError({
-    option: 'tools',
-    message: 'idempotentTools takes an array of tools.',
-  });
+  return wrapAll(tools, options, 'idempotentTools');
 }

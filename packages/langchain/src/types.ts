@@ -1,11 +1,6 @@
 /** The adapter's public types: options, what resolver functions are given, tool metadata. */
-import type { ExecutorOptions, IdempotentResult, ToolPolicy } from '@idempotent-tools/core';
-import type {
-  AdapterOptions,
-  OneToolOptions,
-  RepeatablePolicy,
-  ToolSetOptions,
-} from '@idempotent-tools/core/adapter-kit';
+import type { IdempotentResult, ToolPolicy } from '@idempotent-tools/core';
+import type * as kit from '@idempotent-tools/core/adapter-kit';
 import type { ToolCall } from '@langchain/core/messages';
 import type { StructuredToolInterface, ToolRunnableConfig } from '@langchain/core/tools';
 import type { InferInteropZodOutput, InteropZodType } from '@langchain/core/utils/types';
@@ -23,13 +18,8 @@ export interface CallContext {
   config: ToolRunnableConfig;
 }
 
-export type { ExecutorOptions };
-
 /** How calls are identified and marked, shared by every entry point (see the kit's docs). */
-export type WrapOptions = Pick<
-  AdapterOptions<CallContext>,
-  'turnId' | 'conversationId' | 'scope' | 'markFresh'
->;
+export type WrapOptions = kit.ToolWrapOptions<CallContext>;
 
 /** A LangChain tool as the wrappers take it at compile time (checked fully at run time). */
 export interface ToolLike {
@@ -58,21 +48,24 @@ export interface IdempotencyMetadata {
 }
 
 type ByName<T extends readonly ToolLike[]> = { [K in T[number] as K['name']]: K };
-/** `ttl`, `lease`, `businessKey`, `reconcile`, ..., `repeatable` (deliberate repeats). */
-type Policy<Args> = ToolPolicy<Args> & RepeatablePolicy;
 
 /** Options of `idempotentTool(tool, options)` (`unsafe`: every call runs, with the note). */
-export type IdempotentToolOptions<T = ToolLike> = ExecutorOptions &
-  WrapOptions &
-  OneToolOptions<Policy<ToolArgs<T>>>;
+export type IdempotentToolOptions<T = ToolLike> = kit.OneToolWrapperOptions<
+  CallContext,
+  ToolPolicy<ToolArgs<T>>
+>;
 
 /** Options of `idempotentTools(tools, options)`: names and argument types come from the tools. */
 export type IdempotentToolsOptions<T extends readonly ToolLike[] = readonly ToolLike[]> =
-  ExecutorOptions &
-    WrapOptions &
-    ToolSetOptions<T[number]['name'], { [N in keyof ByName<T>]?: Policy<ToolArgs<ByName<T>[N]>> }>;
+  kit.ToolSetWrapperOptions<
+    CallContext,
+    T[number]['name'],
+    { [N in keyof ByName<T>]: ToolPolicy<ToolArgs<ByName<T>[N]>> }
+  >;
 
 /** Options of `idempotentToolsMiddleware(options)`: the tools are not known in advance. */
-export type IdempotentToolsMiddlewareOptions = ExecutorOptions &
-  WrapOptions &
-  ToolSetOptions<string, Readonly<Record<string, Policy<Record<string, unknown>>>>>;
+export type IdempotentToolsMiddlewareOptions = kit.ToolSetWrapperOptions<
+  CallContext,
+  string,
+  Record<string, ToolPolicy<Record<string, unknown>>>
+>;

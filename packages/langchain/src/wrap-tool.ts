@@ -30,6 +30,7 @@ export const idempotencyOf = (message: unknown): IdempotencyMetadata | undefined
     ? (message.metadata?.idempotency as IdempotencyMetadata)
     : undefined;
 
+type Result = IdempotentResult<unknown>;
 type Call = (arg: unknown, run?: CallbackManagerForToolRun, config?: ToolRunnableConfig) => unknown;
 type Callable = StructuredToolInterface & {
   _call: Call;
@@ -47,16 +48,12 @@ export function checkTool(tool: unknown, caller: string): asserts tool is Callab
   });
 }
 
-/** The ToolMessage content of a value, as `@langchain/core` formats tool outputs. */
+/** The ToolMessage content of a value (a JSON round trip), as `@langchain/core` formats it. */
 type Content = ToolMessage['content'];
-function toContent(value: unknown): Content {
-  if (typeof value === 'string' || kit.isContentBlocks(value)) return value as Content;
-  try {
-    return JSON.stringify(value) ?? '';
-  } catch {
-    return String(value);
-  }
-}
+const toContent = (value: unknown): Content =>
+  typeof value === 'string' || kit.isContentBlocks(value)
+    ? (value as Content)
+    : (JSON.stringify(value) ?? '');
 
 /**
  * The tool, made idempotent: an object of the same class (its prototype is the original), with
@@ -111,10 +108,6 @@ export function wrapTool<T extends ToolLike>(
     const id = toolCall?.id; // as `call` decides whether to answer with a ToolMessage
     /** What the tool returned when it ran now (a ToolMessage or Command goes out as built). */
     let fresh: unknown;
-    const info = (args: unknown) => ({ toolName, args, toolCall, state, config });
-    // `input`: parsed by the tool's schema.
-    const prepared = await kit.prepareCall(adapter, { toolName, input, parsed: true, info });
-    let result: IdempotentResult<unknown> | undefined;
     const execute = async (args: unknown, exec: ExecutionContext) => {
       const out = original._call.call(tool, args, runManager, {
         ...config,
@@ -124,36 +117,22 @@ export function wrapTool<T extends ToolLike>(
       fresh = await kit.drain(await out, (part) => runManager?.handleToolEvent?.(part), 'return');
       return fresh;
     };
-    const mark = (value: unknown, replayed: boolean) => {
+    const mark = (value: unknown, replayed: boolean, { key, outcome }: Result) => {
       // The executor hands back a JSON round trip, no longer a ToolMessage or Command.
-      const command = (fresh as { lg_name?: unknown } | null)?.lg_name === 'Command';
-      if (!replayed && (isDirectToolOutput(fresh) || command)) return fresh;
+      if (!replayed && isDirectToolOutput(fresh)) return fresh;
       if (pair && !(Array.isArray(value) && value.length === 2)) return value;
       const [content, artifact] = pair ? (value as unknown[]) : [value];
       const marked = kit.markOutput(content, replayed, adapter.markFresh);
       if (!id) return marked; // as `call` does without a tool call: the content only
-      const { key, outcome } = result as IdempotentResult<unknown>;
       return reply(id, toContent(marked), { key, replayed, outcome }, artifact);
     };
-    const run = async ({ call, policy, args }: kit.PreparedCall<CallContext>) =>
-      (result = await adapter.executor.run(
-        call,
-        (_, exec) => execute(args, exec),
-        policy as never,
-      ));
-    const outcome =
-      'prepared' in prepared
-        ? await kit.settleRun(adapter as kit.Adapter<never>, () => run(prepared.prepared), mark)
-        : prepared;
-    if ('output' in outcome) return outcome.output;
-    if ('error' in outcome) throw outcome.error;
-    if ('developer' in outcome) {
-      if (id) onRefusal?.(id, outcome.developer);
-      throw outcome.developer;
-    }
-    const { cause } = outcome as { cause?: { key?: string } };
-    if (!id) throw cause ?? new Error(outcome.text);
-    const key = cause?.key;
+    const info = (args: unknown) => ({ toolName, args, toolCall, state, config });
+    // `input`: parsed by the tool's schema.
+    const given = { toolName, input, parsed: true, info };
+    const outcome = await kit.settlePipeline(adapter, given, execute, mark);
+    if ('developer' in outcome && id) onRefusal?.(id, outcome.developer);
+    if (!id || !('text' in outcome)) return kit.orThrow(outcome);
+    const key = (outcome.cause as { key?: string } | undefined)?.key;
     const { error } = JSON.parse(outcome.text) as { error: string };
     return reply(id, outcome.text, { key, replayed: false, outcome: 'error', error });
   });

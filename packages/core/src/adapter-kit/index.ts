@@ -18,6 +18,16 @@ export {
   type ToolTreatment,
 } from './adapter.js';
 export {
+  APPROVAL_DECISION_SCHEMA,
+  type ApprovalDecision,
+  type ApprovalRequest,
+  type ApprovalTask,
+  type ApprovalTaskOptions,
+  type ApprovalTaskSpec,
+  createApprovalTask,
+  isApprovalRequest,
+} from './approval-tasks.js';
+export {
   parseArguments,
   parseSchema,
   type StandardSchema,
@@ -79,6 +89,7 @@ export {
   runPrepared,
   type SettledRun,
   settleCall,
+  settlePipeline,
   settleRun,
 } from './pipeline.js';
 export {
@@ -115,6 +126,7 @@ export { createRunnerStop, type RunnerStop } from './runner-stop.js';
 export {
   createTaskAdapter,
   type TaskAdapter,
+  type TaskRuns,
   type TaskSpec,
   type TaskWrapOptions,
 } from './tasks.js';
@@ -123,10 +135,13 @@ export {
   createToolListAdapter,
   createToolSetAdapter,
   type OneToolOptions,
+  type OneToolWrapperOptions,
   oneToolOptions,
   type ToolListSpec,
   type ToolSetOptions,
   type ToolSetSpec,
+  type ToolSetWrapperOptions,
+  type ToolWrapOptions,
 } from './tool-set.js';
 export {
   type MessageSource,

@@ -64,3 +64,81 @@ describe('createTaskAdapter', () => {
     ).not.toThrow();
   });
 });
+
+describe('createTaskAdapter with runs: the turn is the run and the place in it', () => {
+  type RunInfo = { thread: string; turn?: string; finished: boolean | string; place: string };
+  const runs = {
+    finished: (info: RunInfo) => info.finished,
+    place: (info: RunInfo) => [info.place],
+    tag: ['tt_', 'test/task'] as const,
+    runHowTo: 'a run id',
+  };
+  const runSpec = {
+    caller: 'task',
+    name: 'charge',
+    turn: (info: RunInfo) => info.turn,
+    conversation: (info: RunInfo) => info.thread,
+    howTo: 'the thread',
+    runs,
+  };
+  const at = (over: Partial<RunInfo> = {}): RunInfo => ({
+    thread: 't1',
+    finished: false,
+    place: 'a',
+    ...over,
+  });
+
+  test('the first run of a thread: one turn id per place, the prefix of the tag; a run id of its own', async () => {
+    const { prepare } = createTaskAdapter<RunInfo, [number]>(
+      () => 1,
+      { store: createMemoryStore() },
+      runSpec,
+    );
+    const a = await prepare([5], at());
+    expect(a.call.turnId).toMatch(/^tt_/);
+    expect((await prepare([5], at())).call.turnId).toBe(a.call.turnId);
+    expect((await prepare([5], at({ place: 'b' }))).call.turnId).not.toBe(a.call.turnId);
+    expect((await prepare([5], at({ thread: 't2' }))).call.turnId).not.toBe(a.call.turnId);
+    const own = await prepare([5], at({ turn: 'run-2', finished: true }));
+    expect(own.call.turnId).toMatch(/^tt_/);
+    expect(own.call.turnId).not.toBe(a.call.turnId);
+  });
+
+  test('a thread that finished a run, or cannot tell: refused, naming the thread and what to pass', async () => {
+    const { prepare } = createTaskAdapter<RunInfo, [number]>(
+      () => 1,
+      { store: createMemoryStore() },
+      runSpec,
+    );
+    const refused = async (info: RunInfo) => {
+      try {
+        await prepare([5], info);
+      } catch (error) {
+        return error as ConfigurationError;
+      }
+      throw new Error('not refused');
+    };
+    const done = await refused(at({ finished: true }));
+    expect(ConfigurationError.isInstance(done)).toBe(true);
+    expect(done.option).toBe('turnId');
+    expect(done.message).toMatch(
+      /thread "t1" already finished a run.*Nothing ran\. Pass a run id\./,
+    );
+    expect((await refused(at({ finished: 'no history' }))).message).toMatch(
+      /whether thread "t1" already finished a run cannot be told \(no history\)/,
+    );
+  });
+
+  test('a business key: the key is the business key, a finished thread is not asked about', async () => {
+    const keyed = createTaskAdapter<RunInfo, [string]>(
+      () => 1,
+      { store: createMemoryStore(), businessKey: (id: string) => id },
+      runSpec,
+    );
+    const a = await keyed.prepare(['o-1'], at({ finished: true }));
+    const b = await keyed.prepare(['o-1'], at({ thread: 't2', finished: 'unknown' }));
+    expect(keyed.adapter.executor.keyOf(a.call, a.policy).key).toBe(
+      keyed.adapter.executor.keyOf(b.call, b.policy).key,
+    );
+  });
+});

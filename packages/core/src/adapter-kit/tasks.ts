@@ -5,10 +5,12 @@
  * (`prepareCall`, the arguments as they are) and every error is thrown (`orThrow`).
  */
 import { ConfigurationError } from '../errors/index.js';
+import { currentExecutionContext } from '../executor/context.js';
 import type { ToolPolicy } from '../executor.js';
+import { canonicalize, sha256 } from '../keys/canonicalize.js';
 import { type Adapter, type AdapterSpec, createAdapter } from './adapter.js';
 import { type CallInput, orThrow, type PreparedCall, prepareCall, settleRun } from './pipeline.js';
-import type { PerCall } from './turn-identity.js';
+import type { PerCall, ResolvedTurn } from './turn-identity.js';
 
 /** The options of a task wrapper (`idempotentTask(name, fn, options)`), with the executor's. */
 export interface TaskWrapOptions<Info, Args extends unknown[] = unknown[], Result = unknown> {
@@ -49,6 +51,54 @@ export interface TaskSpec<Info>
   name: string;
   /** The turn id the key is made of (see `CallInput.turnOf`: the call's place in the run). */
   turnOf?: CallInput<Info>['turnOf'];
+  /**
+   * The engine's runs of a thread (`TaskRuns`): the turn id is then the run's and the call's
+   * place in it (`turnOf` is not used). @default undefined
+   */
+  runs?: TaskRuns<Info> | undefined;
+}
+
+/**
+ * How a workflow engine's thread keeps its runs, for a task whose turn id is its run's (the turn
+ * source's run id, else the thread is one run: its turn derived from the thread alone) and its
+ * place in the run. Without a run id, a thread that already finished a run is refused (a second
+ * run could not be told from a retry of the first), as is one whose history cannot tell.
+ */
+export interface TaskRuns<Info> {
+  /** Whether the thread finished a run before this call's: true, false, or why it cannot tell. */
+  finished(info: Info): boolean | string | Promise<boolean | string>;
+  /**
+   * The call's place in its run, as the engine says it (its path, its namespace without ids): the
+   * key of the idempotent call it runs inside, if any, is added to it.
+   */
+  place(info: Info): unknown[];
+  /** The turn id's prefix and domain tag, e.g. `['lgt_', 'my-lib/task']` (stable: keys hold them). */
+  tag: readonly [prefix: string, domain: string];
+  /** How to give each run an id of its own, completing "Pass ..." in the refusal. */
+  runHowTo: string;
+}
+
+/** The turn id of a task call of a thread's run (see `TaskRuns`). */
+function runTurnOf<Info>(spec: TaskSpec<Info>, runs: TaskRuns<Info>, keyed: boolean) {
+  return async (turn: ResolvedTurn | undefined, info: Info): Promise<string | undefined> => {
+    if (turn === undefined) return undefined;
+    const thread = spec.conversation?.(info) ?? null;
+    const finished = turn.source === 'derived' && !keyed && (await runs.finished(info));
+    if (finished !== false) {
+      const named = thread === null ? 'the thread' : `thread ${JSON.stringify(thread)}`;
+      const why =
+        finished === true
+          ? `${named} already finished a run`
+          : `whether ${named} already finished a run cannot be told (${finished})`;
+      throw new ConfigurationError({
+        option: 'turnId',
+        message: `${spec.caller}(${spec.name}): ${why}, so this call cannot be told from a retry of the same call in that run. Nothing ran. Pass ${runs.runHowTo}.`,
+      });
+    }
+    const place = [...runs.place(info), currentExecutionContext()?.key ?? null];
+    const [prefix, domain] = runs.tag;
+    return `${prefix}${sha256(canonicalize([domain, 1, turn.turnId, thread, place]))}`;
+  };
 }
 
 /** A task's adapter (see `createTaskAdapter`). */
@@ -73,7 +123,7 @@ export function createTaskAdapter<Info, Args extends unknown[]>(
   options: unknown,
   spec: TaskSpec<Info>,
 ): TaskAdapter<Info, Args> {
-  const { name, turnOf, ...adapterSpec } = spec;
+  const { name, runs, turnOf: own, ...adapterSpec } = spec;
   const { caller } = spec;
   if (typeof fn !== 'function') {
     throw new ConfigurationError({
@@ -89,9 +139,12 @@ export function createTaskAdapter<Info, Args extends unknown[]>(
     });
   }
   const keyed = businessKey === undefined ? {} : { businessKey: (a: Args) => businessKey(...a) };
+  const turnOf = runs === undefined ? own : runTurnOf(spec, runs, businessKey !== undefined);
   const adapter = createAdapter<Info>(
     { ...rest, policies: { [name]: { ...policy, ...keyed } } } as never,
     {
+      // Without a run id the thread is one run: its "turn" is derived from the thread alone.
+      ...(runs === undefined ? {} : { transcript: () => [{ role: 'user', content: 'run' }] }),
       ...adapterSpec,
       options: ['policy', 'businessKey', ...(spec.options ?? [])],
       toolNames: [name],

@@ -3,8 +3,10 @@
  * the record checked when it is wrapped, its adapter, and a one-tool wrapper's options as a set's.
  */
 import { ConfigurationError } from '../errors/index.js';
+import type { ExecutorOptions } from '../executor/executor-options.js';
 import { refuseWrapped } from '../executor/wrapped.js';
-import { type Adapter, type AdapterSpec, createAdapter } from './adapter.js';
+import { type Adapter, type AdapterOptions, type AdapterSpec, createAdapter } from './adapter.js';
+import type { RepeatablePolicy } from './repeats.js';
 
 /** How an adapter of a tool record describes itself (see `AdapterSpec`). */
 export interface ToolSetSpec<Info> extends Omit<AdapterSpec<Info>, 'toolNames' | 'otherToolNames'> {
@@ -81,6 +83,25 @@ export interface OneToolOptions<Policy> {
   /** Leave the tool unguarded (every call runs), with the "not safe to retry" note. @default false */
   unsafe?: boolean;
 }
+
+/** How a tool wrapper's calls are identified and marked (see `AdapterOptions`). */
+export type ToolWrapOptions<Info> = Pick<
+  AdapterOptions<Info>,
+  'turnId' | 'conversationId' | 'scope' | 'markFresh'
+>;
+
+/** All the options of a one-tool wrapper: the executor's, `ToolWrapOptions`, `{ policy, unsafe }`. */
+export type OneToolWrapperOptions<Info, Policy> = ExecutorOptions &
+  ToolWrapOptions<Info> &
+  OneToolOptions<Policy & RepeatablePolicy>;
+
+/**
+ * All the options of a tool set's wrapper: the executor's, `ToolWrapOptions`, `ToolSetOptions`
+ * whose policies (`Policies`: each tool's, by name) may say `repeatable`.
+ */
+export type ToolSetWrapperOptions<Info, Name extends string, Policies> = ExecutorOptions &
+  ToolWrapOptions<Info> &
+  ToolSetOptions<Name, { readonly [N in keyof Policies]?: Policies[N] & RepeatablePolicy }>;
 
 /** How an adapter of a framework's list of tools describes itself (see `AdapterSpec`). */
 export interface ToolListSpec<Info, Tool>
