@@ -104,6 +104,19 @@ export {
   withRepeatProperty,
 } from './repeats.js';
 export {
+  anchorSources,
+  createEmittedCalls,
+  createRequestTurns,
+  type EmittedCall,
+  type EmittedCalls,
+  type LinkedCall,
+  type ModelCall,
+  type ObservedMethod,
+  type RequestTurn,
+  type RequestTurns,
+  type TurnAnchor,
+} from './request-turns.js';
+export {
   boxedOutputs,
   boxOutput,
   markToolResult,
@@ -120,6 +133,7 @@ export {
 } from './tasks.js';
 export { runToolCall, type ToolCall } from './tool-call.js';
 export {
+  copyTool,
   createToolListAdapter,
   createToolSetAdapter,
   type OneToolOptions,
