@@ -7,22 +7,13 @@
 import type { Idempotency, ToolPolicy } from '@idempotent-tools/core';
 import { ConfigurationError } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
-import type {
-  Agent,
-  FunctionTool,
-  Model,
-  ModelRequest,
-  ModelResponse,
-  RunContext,
-  StreamEvent,
-  Tool,
-} from '@openai/agents';
+import type * as Agents from '@openai/agents';
 import { requestTurns, responsesTurn } from './turns.js';
 
-type AnyRunContext = RunContext<unknown>;
-type Details = Parameters<FunctionTool['invoke']>[2];
+type AnyRunContext = Agents.RunContext<unknown>;
+type Details = Parameters<Agents.FunctionTool['invoke']>[2];
 // biome-ignore lint/suspicious/noExplicitAny: any context, parameters and result
-type AnyFunctionTool = FunctionTool<any, any, any>;
+type AnyFunctionTool = Agents.FunctionTool<any, any, any>;
 type Policy = ToolPolicy<never, unknown> & kit.RepeatablePolicy;
 
 /** The text `tool()` of @openai/agents returns when a tool throws (its default `errorFunction`). */
@@ -126,7 +117,7 @@ function wrapOne<T extends AnyFunctionTool>(tool: T, w: Wrapper): T {
       replayed,
       adapter.markFresh,
     );
-  const invoke: FunctionTool['invoke'] = async (runContext, given, details) => {
+  const invoke: Agents.FunctionTool['invoke'] = async (runContext, given, details) => {
     const callId = details?.toolCall?.callId;
     /** An approved call must be one the model emitted (a saved state can be edited). */
     const approvedBy = async () => {
@@ -203,7 +194,11 @@ export function wrapFunctionTool<T extends AnyFunctionTool>(
  * The model, observed (the kit's `RequestTurns.observe`): each function call of a response is
  * linked to the request's turn, and one that may wait for an approval recorded as emitted.
  */
-function observed(model: Model, w: Wrapper, tools: Map<string, AnyFunctionTool>): Model {
+function observed(
+  model: Agents.Model,
+  w: Wrapper,
+  tools: Map<string, AnyFunctionTool>,
+): Agents.Model {
   type Emitted = { type: string; callId: string; name: string; arguments: string };
   const callsOf = (output: readonly unknown[]) =>
     Promise.all(
@@ -213,14 +208,14 @@ function observed(model: Model, w: Wrapper, tools: Map<string, AnyFunctionTool>)
           return { id, toolName, args, asks: await mayWait(tools.get(toolName)) };
         }),
     );
-  const turnOf = ({ input, previousResponseId, conversationId }: ModelRequest) =>
+  const turnOf = ({ input, previousResponseId, conversationId }: Agents.ModelRequest) =>
     responsesTurn(input, { previous: previousResponseId, conversation: conversationId });
   return w.turns.observe(model, {
-    getResponse: { turnOf, callsOf: (response: ModelResponse) => callsOf(response.output) },
+    getResponse: { turnOf, callsOf: (response: Agents.ModelResponse) => callsOf(response.output) },
     getStreamedResponse: {
       stream: true,
       turnOf,
-      callsOf: (event: StreamEvent) =>
+      callsOf: (event: Agents.StreamEvent) =>
         event.type === 'response_done' ? callsOf(event.response.output) : undefined,
     },
   });
@@ -233,7 +228,7 @@ function observed(model: Model, w: Wrapper, tools: Map<string, AnyFunctionTool>)
  * not seen: its calls need turnId.
  */
 // biome-ignore lint/suspicious/noExplicitAny: any context and output type
-export function wrapAgentTools<A extends Agent<any, any>>(
+export function wrapAgentTools<A extends Agents.Agent<any, any>>(
   idempotency: Idempotency,
   agent: A,
   options: AgentToolOptions & {
@@ -252,10 +247,10 @@ export function wrapAgentTools<A extends Agent<any, any>>(
     });
   }
   const caller = 'wrapAgentTools';
-  const all: Tool<unknown>[] = agent.tools;
+  const all: Agents.Tool<unknown>[] = agent.tools;
   const functions = all.filter((t): t is AnyFunctionTool => t.type === 'function');
-  const model = agent.model as Model | string | undefined;
-  const observable = typeof (model as Model | undefined)?.getResponse === 'function';
+  const model = agent.model as Agents.Model | string | undefined;
+  const observable = typeof (model as Agents.Model | undefined)?.getResponse === 'function';
   const names = functions.map((t) => t.name);
   const w = wrapperOf(caller, idempotency, names, observable, { ...options });
   const toWrap = functions.filter((t) => w.adapter.treatment(t.name) === 'wrap');
@@ -270,6 +265,6 @@ export function wrapAgentTools<A extends Agent<any, any>>(
   const wrapped = new Map(toWrap.map((t) => [t.name, t]));
   return agent.clone({
     tools: tools as never,
-    ...(observable ? { model: observed(model as Model, w, wrapped) } : {}),
+    ...(observable ? { model: observed(model as Agents.Model, w, wrapped) } : {}),
   }) as A;
 }

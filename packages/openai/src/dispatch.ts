@@ -110,11 +110,8 @@ export function createToolDispatcher(
       const chain = { previous: turn.previous_response_id, conversation: turn.conversation };
       const anchor =
         calls.length === 0 ? undefined : await turns.anchor(responsesTurn(turn.input, chain));
-      // The next request may chain from this response (`previous_response_id`, also from the
-      // first turn of a conversation, sent whole) and carry only the outputs: link the turn to
-      // the calls, in the store, so that a later step in any process finds it.
-      const first = calls[0]?.call_id as string;
-      const link = (turnId: string) => turns.links.remember([first], { turn: turnId }, true);
+      // The next request may chain from this response and carry only the outputs.
+      const link = turns.linkTurn(calls.map((c) => c.call_id));
       const outputs = await runAll(calls, turn, { anchor }, link);
       return calls.map((c, i) => ({
         type: 'function_call_output',

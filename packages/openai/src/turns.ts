@@ -4,23 +4,13 @@
  */
 import type { Idempotency } from '@idempotent-tools/core';
 import type { MessageSource, RequestTurn } from '@idempotent-tools/core/adapter-kit';
-import { createRequestTurns, readTranscript } from '@idempotent-tools/core/adapter-kit';
+import { createRequestTurns, readTranscript, roleSource } from '@idempotent-tools/core/adapter-kit';
 
 type Item = Record<string, unknown>;
 
-/** Who a message is from, by its role (Chat Completions messages, Responses message items). */
-const byRole = (role: unknown): MessageSource =>
-  role === 'user'
-    ? 'user'
-    : role === 'system' || role === 'developer'
-      ? 'prompt'
-      : role === 'tool' || role === 'function'
-        ? 'tool'
-        : 'model';
-
 /** Chat Completions messages: user content; anything from the model or a tool answers. */
 export const chatTranscript = (messages: readonly Item[]) =>
-  readTranscript(messages, { from: (m) => byRole(m.role), content: (m) => m.content });
+  readTranscript(messages, { from: (m) => roleSource(m.role), content: (m) => m.content });
 
 /** Responses item types that are configuration the app adds: a prompt. */
 const PROMPT_ITEMS = new Set(['additional_tools', 'configuration_update', 'compaction_trigger']);
@@ -33,7 +23,7 @@ const PROMPT_ITEMS = new Set(['additional_tools', 'configuration_update', 'compa
  */
 export function itemSource({ type, role }: Item): MessageSource | undefined {
   if (type === undefined || type === null || type === 'message') {
-    return role !== undefined ? byRole(role) : type === 'message' ? 'model' : undefined;
+    return role !== undefined ? roleSource(role) : type === 'message' ? 'model' : undefined;
   }
   const name = String(type);
   if (name === 'item_reference') return undefined;

@@ -148,6 +148,7 @@ export {
   type RunReader,
   readRuns,
   readTranscript,
+  roleSource,
   type TranscriptReader,
 } from './transcripts.js';
 export { userContent } from './turn-content.js';

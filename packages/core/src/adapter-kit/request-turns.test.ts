@@ -70,6 +70,14 @@ describe('createRequestTurns: the turn of a request, carried to its calls', () =
     expect(await createRequestTurns(executor, 'test').links.find(['c2'])).toEqual({ turn: 't2' });
   });
 
+  test('linkTurn: the turn a step resolves to, linked in the store to its first call id', async () => {
+    const { executor, turns } = setup();
+    await turns.linkTurn(['c1', 'c2'])('t1');
+    const other = createRequestTurns(executor, 'test');
+    expect(await other.links.find(['c1'])).toEqual({ turn: 't1' });
+    expect(await other.links.find(['c2'])).toBeUndefined();
+  });
+
   test('anchorSources: a turn, a refusal, or the words derived again with the conversation', async () => {
     const { adapter } = setup();
     const sources = anchorSources<Info>((info) => info.anchor);

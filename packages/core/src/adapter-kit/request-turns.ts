@@ -154,6 +154,12 @@ export interface RequestTurns {
    */
   emitted(anchor: TurnAnchor, calls: readonly ModelCall[]): Promise<void>;
   /**
+   * For a dispatcher's `beforeRun`: the turn its calls resolve to, linked in the store to the
+   * first of their ids, so that a next request that continues this response and carries only
+   * the outputs finds it, in any process (also after the first turn of a conversation).
+   */
+  linkTurn(ids: readonly string[]): (turnId: string) => Promise<void>;
+  /**
    * A proxy of a model client whose request `methods` are observed: the turn of each request
    * (`anchor`) read before it is sent, the calls of its response linked to it (`emitted`) when it
    * arrives (a stream's before the event that holds them is passed on). The client's other
@@ -237,6 +243,7 @@ export function createRequestTurns(executor: Idempotency, namespace: string): Re
     emittedCalls,
     anchor,
     emitted,
+    linkTurn: (ids) => (turnId) => links.remember(ids.slice(0, 1), { turn: turnId }, true),
     observe(model, methods) {
       const watching = new Map<PropertyKey, unknown>();
       for (const [name, method] of Object.entries(methods)) {
