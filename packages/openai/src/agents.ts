@@ -1,8 +1,8 @@
 /**
  * `@openai/agents`: wrap a `FunctionTool` or all of an agent's tools. The agent's model (a `Model`
  * instance) is observed: each function call is linked to the turn of its request and, when it may
- * wait for an approval, recorded as emitted (`recordAsked`), so that a run resumed in another
- * process finds its turn and an approval authorises only the call the model asked for.
+ * wait for an approval, recorded as emitted (the kit's `createRequestTurns`), so that a run resumed
+ * in another process finds its turn and an approval authorises only the call the model asked for.
  */
 import type { Idempotency, ToolPolicy } from '@idempotent-tools/core';
 import { ConfigurationError } from '@idempotent-tools/core';
