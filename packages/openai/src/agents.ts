@@ -1,19 +1,19 @@
 /**
  * `@openai/agents`: wrap a `FunctionTool` or all of an agent's tools. The agent's model (a `Model`
  * instance) is observed: each function call is linked to the turn of its request and, when it may
- * wait for an approval, recorded as emitted (`recordAsked`), so that a run resumed in another
- * process finds its turn and an approval authorises only the call the model asked for.
+ * wait for an approval, recorded as emitted (the kit's `createRequestTurns`), so that a run resumed
+ * in another process finds its turn and an approval authorises only the call the model asked for.
  */
 import type { Idempotency, ToolPolicy } from '@idempotent-tools/core';
-import { ConfigurationError, createApprovals } from '@idempotent-tools/core';
+import { ConfigurationError } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
-import type { Agent, FunctionTool, Model, ModelRequest, RunContext, Tool } from '@openai/agents';
-import { type Anchor, anchorOf, inputItems } from './turns.js';
+import type * as Agents from '@openai/agents';
+import { requestTurns, responsesTurn } from './turns.js';
 
-type AnyRunContext = RunContext<unknown>;
-type Details = Parameters<FunctionTool['invoke']>[2];
+type AnyRunContext = Agents.RunContext<unknown>;
+type Details = Parameters<Agents.FunctionTool['invoke']>[2];
 // biome-ignore lint/suspicious/noExplicitAny: any context, parameters and result
-type AnyFunctionTool = FunctionTool<any, any, any>;
+type AnyFunctionTool = Agents.FunctionTool<any, any, any>;
 type Policy = ToolPolicy<never, unknown> & kit.RepeatablePolicy;
 
 /** The text `tool()` of @openai/agents returns when a tool throws (its default `errorFunction`). */
@@ -42,7 +42,12 @@ export interface AgentToolOptions {
   isErrorOutput?: (output: unknown) => boolean;
 }
 
-type AgentCall = { runContext: AnyRunContext; details: Details; toolName: string; anchor: Anchor };
+type AgentCall = {
+  runContext: AnyRunContext;
+  details: Details;
+  toolName: string;
+  anchor: kit.TurnAnchor;
+};
 /** What the tools of one wrapper share; `observed`: the agent's model is seen. */
 type Wrapper = ReturnType<typeof wrapperOf>;
 
@@ -59,6 +64,7 @@ function wrapperOf(
   options: AgentToolOptions & Record<string, unknown>,
 ) {
   const { turnId, conversationId, scope, isErrorOutput, ...rest } = options;
+  const anchor = kit.anchorSources<AgentCall>((c) => c.anchor);
   const adapter = kit.createAdapter<AgentCall>(
     {
       ...rest,
@@ -74,17 +80,14 @@ function wrapperOf(
       repeatable: true,
       howTo:
         'conversationId (your chat id: run(agent, input, { context: { conversationId } }) or the conversationId option) or turnId (run(agent, input, { context: { turnId } }))',
-      turn: (c) => fromContext(c, 'turnId') ?? ('turn' in c.anchor ? c.anchor.turn : undefined),
-      refusal: (c) => ('refuse' in c.anchor ? c.anchor.refuse : undefined),
+      ...anchor,
+      turn: (c) => fromContext(c, 'turnId') ?? anchor.turn(c),
       conversation: (c) => fromContext(c, 'conversationId'),
-      transcript: (c) =>
-        'said' in c.anchor ? [{ role: 'user', content: c.anchor.said }] : undefined,
     },
   );
-  const approvals = createApprovals(adapter.executor);
-  const links = kit.createTurnLinks<Anchor>(adapter.executor);
+  const turns = requestTurns(adapter.executor);
   const isError = isErrorOutput ?? ((output: unknown) => output === AGENTS_DEFAULT_ERROR_OUTPUT);
-  return { caller, adapter, approvals, links, observed, isError };
+  return { caller, adapter, turns, observed, isError };
 }
 
 /** Whether a call of the tool may wait for an approval (`needsApproval`: `true` or a function). */
@@ -94,27 +97,17 @@ async function mayWait(tool: AnyFunctionTool | undefined): Promise<boolean> {
   return policy !== undefined && (policy.length > 0 || (await policy()) === true);
 }
 
-/** A call as the model emitted it (its arguments' JSON text), keyed by its call id (no turn). */
-const asked = (toolName: string, args: string) => ({ toolName, turnId: 'emitted', args });
-
 /** A structured tool output (`{ type: 'text' | 'image' | 'file' }`): the SDK sends it as parts. */
 const isPart = (v: unknown) =>
   ['text', 'image', 'file'].includes((v as { type?: unknown } | null)?.type as string);
 
-const UNKNOWN_TURN: Anchor = {
+const UNKNOWN_TURN: kit.TurnAnchor = {
   refuse:
     "the turn of this call is unknown: the agent's model is given by name (or not at all), so its requests are not seen and the run's input may be only the newest message of a history kept by the server (previousResponseId, conversationId, a session); or the tool is not part of an agent wrapped with wrapAgentTools. Nothing ran. Give the agent a Model instance (new OpenAIResponsesModel(client, 'gpt-4.1')), or pass turnId (run(agent, input, { context: { turnId } })).",
 };
 
-/** A copy of a tool (its prototype and properties) with some properties replaced. */
-const copyOf = <T extends object>(tool: T, replaced: object): T =>
-  Object.assign(
-    Object.create(Object.getPrototypeOf(tool), Object.getOwnPropertyDescriptors(tool)),
-    replaced,
-  );
-
 function wrapOne<T extends AnyFunctionTool>(tool: T, w: Wrapper): T {
-  const { adapter, approvals } = w;
+  const { adapter } = w;
   const { name: toolName, invoke: original } = tool;
   const shown = kit.presentTool(adapter, toolName, w.caller);
   // Parts keep their shape (the mark in the last text part); a lone part is sent as parts.
@@ -124,37 +117,24 @@ function wrapOne<T extends AnyFunctionTool>(tool: T, w: Wrapper): T {
       replayed,
       adapter.markFresh,
     );
-  /** An approved call must be one the model emitted (a saved state can be edited); bound on the store. */
-  const approvedCall = async (call: kit.PreparedCall<AgentCall>, id: string, given: string) => {
-    if (!w.observed) {
+  const invoke: Agents.FunctionTool['invoke'] = async (runContext, given, details) => {
+    const callId = details?.toolCall?.callId;
+    /** An approved call must be one the model emitted (a saved state can be edited). */
+    const approvedBy = async () => {
+      if (runContext?.isToolApproved?.({ toolName, callId: callId as string }) !== true) return;
+      if (!(await mayWait(tool))) return;
+      if (w.observed) return `agents-sdk:${callId}`;
       throw new ConfigurationError({
         option: 'model',
-        message: `${w.caller}: ${toolName} (${id}) was approved, but this wrapper does not see the agent's model, so it cannot know that the model asked for this call with these arguments (a saved RunState can be edited). Nothing ran. Wrap the agent with wrapAgentTools and give it a Model instance (new OpenAIResponsesModel(client, 'gpt-4.1')).`,
+        message: `${w.caller}: ${toolName} (${callId}) was approved, but this wrapper does not see the agent's model, so it cannot know that the model asked for this call with these arguments (a saved RunState can be edited). Nothing ran. Wrap the agent with wrapAgentTools and give it a Model instance (new OpenAIResponsesModel(client, 'gpt-4.1')).`,
       });
-    }
-    const by = `agents-sdk:${id}`;
-    return approvals
-      .checkAsked(asked(toolName, given), id)
-      .then(() => approvals.approveCall(call.call, { policy: call.policy, ref: id, by }))
-      .then(() => undefined, kit.errorOutcome);
-  };
-  const invoke: FunctionTool['invoke'] = async (runContext, given, details) => {
-    const callId = details?.toolCall?.callId;
-    const anchor = (callId && (await w.links.find([callId], w.observed))) || UNKNOWN_TURN;
-    const info = () => ({ runContext, details, toolName, anchor });
-    const prepared = await kit.prepareCall(adapter, { toolName, input: given, info });
-    if (!('prepared' in prepared)) return kit.returnOrThrow(prepared);
-    const call = prepared.prepared;
-    const approved =
-      callId !== undefined &&
-      runContext?.isToolApproved?.({ toolName, callId }) === true &&
-      (await mayWait(tool));
-    const refused = approved ? await approvedCall(call, callId, given) : undefined;
-    if (refused !== undefined) return kit.returnOrThrow(refused);
-    // The tool's own invoke parses the input without the repeat argument.
-    const input = shown.repeats === undefined ? given : JSON.stringify(call.args);
-    const toolCall = details?.toolCall && { ...details.toolCall, arguments: input };
-    const execute = async () => {
+    };
+    const info = (anchor: kit.TurnAnchor) => ({ runContext, details, toolName, anchor });
+    const call = { toolName, callId, input: given, durable: w.observed, unlinked: UNKNOWN_TURN };
+    const execute = async ({ args }: kit.PreparedCall<AgentCall>) => {
+      // The tool's own invoke parses the input without the repeat argument.
+      const input = shown.repeats === undefined ? given : JSON.stringify(args);
+      const toolCall = details?.toolCall && { ...details.toolCall, arguments: input };
       const output = await original(
         runContext,
         input,
@@ -163,14 +143,15 @@ function wrapOne<T extends AnyFunctionTool>(tool: T, w: Wrapper): T {
       if (w.isError(output)) throw new kit.NotAnOutcome(output);
       return output;
     };
-    return kit.returnOrThrow(await kit.runPrepared(adapter, call, execute, mark));
+    const linked = { ...call, info, approvedBy };
+    return kit.returnOrThrow(await w.turns.runLinked(adapter, linked, execute, mark));
   };
   // The model sees the repeat argument (required and nullable in strict mode, as the SDK's
   // strict schemas want); a conditional approval policy reads the tool's own input.
   const needsApproval = tool.needsApproval as unknown as (...a: unknown[]) => Promise<boolean>;
   const dynamic = shown.repeats !== undefined && needsApproval?.length > 0;
   return kit.markWrapped(
-    copyOf(tool, {
+    kit.copyTool(tool, {
       invoke: kit.markWrapped(invoke),
       description: shown.describe(tool.description),
       parameters: shown.jsonSchema(tool.parameters, tool.strict),
@@ -210,48 +191,32 @@ export function wrapFunctionTool<T extends AnyFunctionTool>(
 }
 
 /**
- * The model, observed: each function call of a response is linked to the request's turn (in the
- * store when one of them may wait for an approval), and one that may wait recorded as emitted.
+ * The model, observed (the kit's `RequestTurns.observe`): each function call of a response is
+ * linked to the request's turn, and one that may wait for an approval recorded as emitted.
  */
-function observed(model: Model, w: Wrapper, tools: Map<string, AnyFunctionTool>): Model {
+function observed(
+  model: Agents.Model,
+  w: Wrapper,
+  tools: Map<string, AnyFunctionTool>,
+): Agents.Model {
   type Emitted = { type: string; callId: string; name: string; arguments: string };
-  const link = async (turn: Anchor, output: readonly unknown[]) => {
-    const calls = (output as Emitted[]).filter(
-      (i) => i.type === 'function_call' && tools.has(i.name),
+  const callsOf = (output: readonly unknown[]) =>
+    Promise.all(
+      (output as Emitted[])
+        .filter((i) => i.type === 'function_call' && tools.has(i.name))
+        .map(async ({ callId: id, name: toolName, arguments: args }) => {
+          return { id, toolName, args, asks: await mayWait(tools.get(toolName)) };
+        }),
     );
-    const waits = await Promise.all(calls.map((c) => mayWait(tools.get(c.name))));
-    const ask = (c: Emitted) => w.approvals.recordAsked(asked(c.name, c.arguments), c.callId);
-    await Promise.all(calls.filter((_, i) => waits[i]).map(ask));
-    const ids = calls.map((c) => c.callId);
-    await w.links.remember(ids, turn, waits.includes(true));
-  };
-  const anchor = (request: ModelRequest) =>
-    anchorOf(
-      inputItems(request.input),
-      { previous: request.previousResponseId, conversation: request.conversationId },
-      w.links,
-    );
-  return new Proxy(model, {
-    get(target, property) {
-      if (property === 'getResponse') {
-        return async (request: ModelRequest) => {
-          const turn = await anchor(request);
-          const response = await target.getResponse(request);
-          await link(turn, response.output);
-          return response;
-        };
-      }
-      if (property === 'getStreamedResponse') {
-        return async function* (request: ModelRequest) {
-          const turn = await anchor(request);
-          for await (const event of target.getStreamedResponse(request)) {
-            if (event.type === 'response_done') await link(turn, event.response.output);
-            yield event;
-          }
-        };
-      }
-      const value = Reflect.get(target, property, target);
-      return typeof value === 'function' ? value.bind(target) : value;
+  const turnOf = ({ input, previousResponseId, conversationId }: Agents.ModelRequest) =>
+    responsesTurn(input, { previous: previousResponseId, conversation: conversationId });
+  return w.turns.observe(model, {
+    getResponse: { turnOf, callsOf: (response: Agents.ModelResponse) => callsOf(response.output) },
+    getStreamedResponse: {
+      stream: true,
+      turnOf,
+      callsOf: (event: Agents.StreamEvent) =>
+        event.type === 'response_done' ? callsOf(event.response.output) : undefined,
     },
   });
 }
@@ -263,7 +228,7 @@ function observed(model: Model, w: Wrapper, tools: Map<string, AnyFunctionTool>)
  * not seen: its calls need turnId.
  */
 // biome-ignore lint/suspicious/noExplicitAny: any context and output type
-export function wrapAgentTools<A extends Agent<any, any>>(
+export function wrapAgentTools<A extends Agents.Agent<any, any>>(
   idempotency: Idempotency,
   agent: A,
   options: AgentToolOptions & {
@@ -282,10 +247,10 @@ export function wrapAgentTools<A extends Agent<any, any>>(
     });
   }
   const caller = 'wrapAgentTools';
-  const all: Tool<unknown>[] = agent.tools;
+  const all: Agents.Tool<unknown>[] = agent.tools;
   const functions = all.filter((t): t is AnyFunctionTool => t.type === 'function');
-  const model = agent.model as Model | string | undefined;
-  const observable = typeof (model as Model | undefined)?.getResponse === 'function';
+  const model = agent.model as Agents.Model | string | undefined;
+  const observable = typeof (model as Agents.Model | undefined)?.getResponse === 'function';
   const names = functions.map((t) => t.name);
   const w = wrapperOf(caller, idempotency, names, observable, { ...options });
   const toWrap = functions.filter((t) => w.adapter.treatment(t.name) === 'wrap');
@@ -295,11 +260,11 @@ export function wrapAgentTools<A extends Agent<any, any>>(
     const shown = kit.presentTool(w.adapter, tool.name, caller);
     if (shown.treatment === 'wrap') return wrapOne(tool, w);
     const description = shown.describe(tool.description); // unsafe: the note; excluded: as it is
-    return shown.treatment === 'unsafe' ? copyOf(tool, { description }) : tool;
+    return shown.treatment === 'unsafe' ? kit.copyTool(tool, { description }) : tool;
   });
   const wrapped = new Map(toWrap.map((t) => [t.name, t]));
   return agent.clone({
     tools: tools as never,
-    ...(observable ? { model: observed(model as Model, w, wrapped) } : {}),
+    ...(observable ? { model: observed(model as Agents.Model, w, wrapped) } : {}),
   }) as A;
 }

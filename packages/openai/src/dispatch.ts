@@ -6,7 +6,7 @@ import type { Idempotency } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
 import type * as Chat from 'openai/resources/chat/completions';
 import type * as Responses from 'openai/resources/responses/responses';
-import { type Anchor, anchorOf, chatTranscript, inputItems } from './turns.js';
+import { chatTranscript, requestTurns, responsesTurn } from './turns.js';
 
 /** Which turn the calls of one request belong to, and for whom. */
 export type TurnOptions = kit.RequestIdentity;
@@ -19,7 +19,7 @@ export type ToolDispatcherOptions = kit.DispatcherOptions & kit.ToolErrorOutputO
 
 /** A tool definition's function: a Responses tool, or a Chat Completions tool's `function`. */
 type Definition = { name?: string; description?: string | null; strict?: boolean | null };
-type Turn = { transcript?: kit.TranscriptEntry[] | undefined; anchor?: Anchor | undefined };
+type Turn = { transcript?: kit.TranscriptEntry[] | undefined; anchor?: kit.TurnAnchor | undefined };
 const turnOf = Symbol('turn');
 type Call = kit.DispatchCall & { [turnOf]: Turn };
 
@@ -38,6 +38,7 @@ export function createToolDispatcher(
   options: ToolDispatcherOptions = {},
 ) {
   const caller = 'createToolDispatcher';
+  const anchor = kit.anchorSources<Call>((call) => call[turnOf].anchor);
   const dispatcher = kit.createDispatcher<Call>(
     handlers,
     { ...options, idempotency },
@@ -46,18 +47,11 @@ export function createToolDispatcher(
       options: ['toolErrorOutput'],
       howTo:
         'conversationId (your chat id: runChat(message, { messages, conversationId }), or the option as a function of the call) or turnId (your id of the user message)',
-      turn: ({ [turnOf]: { anchor } }) => (anchor && 'turn' in anchor ? anchor.turn : undefined),
-      refusal: ({ [turnOf]: { anchor } }) =>
-        anchor && 'refuse' in anchor ? anchor.refuse : undefined,
-      transcript: ({ [turnOf]: { anchor, transcript } }) =>
-        anchor === undefined
-          ? transcript
-          : 'said' in anchor
-            ? [{ role: 'user', content: anchor.said }]
-            : undefined,
+      ...anchor,
+      transcript: (call) => call[turnOf].transcript ?? anchor.transcript(call),
     },
   );
-  const links = kit.createTurnLinks<Anchor>(dispatcher.adapter.executor);
+  const turns = requestTurns(dispatcher.adapter.executor);
 
   /** The outputs of the calls, in order, as text; the tool's own errors as `toolErrorOutput` says. */
   async function runAll(
@@ -115,12 +109,9 @@ export function createToolDispatcher(
       const calls = output.flatMap((item) => (item.type === 'function_call' ? [item] : []));
       const chain = { previous: turn.previous_response_id, conversation: turn.conversation };
       const anchor =
-        calls.length === 0 ? undefined : await anchorOf(inputItems(turn.input), chain, links);
-      // The next request may chain from this response (`previous_response_id`, also from the
-      // first turn of a conversation, sent whole) and carry only the outputs: link the turn to
-      // the calls, in the store, so that a later step in any process finds it.
-      const first = calls[0]?.call_id as string;
-      const link = (turnId: string) => links.remember([first], { turn: turnId }, true);
+        calls.length === 0 ? undefined : await turns.anchor(responsesTurn(turn.input, chain));
+      // The next request may chain from this response and carry only the outputs.
+      const link = turns.linkTurn(calls.map((c) => c.call_id));
       const outputs = await runAll(calls, turn, { anchor }, link);
       return calls.map((c, i) => ({
         type: 'function_call_output',

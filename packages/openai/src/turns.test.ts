@@ -6,11 +6,10 @@
  * over one.
  */
 import { createMemoryStore } from '@idempotent-tools/core';
-import { createTurnLinks } from '@idempotent-tools/core/adapter-kit';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { describe, expect, test } from 'vitest';
 import { createIdempotency } from './index.js';
-import { type Anchor, anchorOf, itemSource } from './turns.js';
+import { itemSource, requestTurns, responsesTurn } from './turns.js';
 
 const user = (text: string): ResponseInputItem => ({ role: 'user', content: text });
 
@@ -164,8 +163,8 @@ describe('who each Responses / Agents SDK input item is from', () => {
 });
 
 describe('the turn of a request over those items', () => {
-  const links = createTurnLinks<Anchor>(createIdempotency({ store: createMemoryStore() }));
-  const anchor = (input: unknown[]) => anchorOf(input as Record<string, unknown>[], {}, links);
+  const turns = requestTurns(createIdempotency({ store: createMemoryStore() }));
+  const anchor = (input: unknown[]) => turns.anchor(responsesTurn(input, {}));
   const same = 'Yes, send it.';
 
   test('after anything from the model or a tool, the same words are a new turn', async () => {

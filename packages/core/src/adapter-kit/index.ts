@@ -115,6 +115,19 @@ export {
   withRepeatProperty,
 } from './repeats.js';
 export {
+  anchorSources,
+  createEmittedCalls,
+  createRequestTurns,
+  type EmittedCall,
+  type EmittedCalls,
+  type LinkedCall,
+  type ModelCall,
+  type ObservedMethod,
+  type RequestTurn,
+  type RequestTurns,
+  type TurnAnchor,
+} from './request-turns.js';
+export {
   boxedOutputs,
   boxOutput,
   markToolResult,
@@ -132,6 +145,7 @@ export {
 } from './tasks.js';
 export { runToolCall, type ToolCall } from './tool-call.js';
 export {
+  copyTool,
   createToolListAdapter,
   createToolSetAdapter,
   type OneToolOptions,
@@ -149,6 +163,7 @@ export {
   type RunReader,
   readRuns,
   readTranscript,
+  roleSource,
   type TranscriptReader,
 } from './transcripts.js';
 export { userContent } from './turn-content.js';

@@ -139,3 +139,14 @@ export function createToolListAdapter<Info, Tool>(
     ),
   });
 }
+
+/**
+ * A copy of a framework's tool object with some properties replaced: of the same class (its
+ * prototype) with every own property (getters, symbols, non-enumerable ones) as it is, so that
+ * the framework's checks and methods see the tool they made.
+ */
+export const copyTool = <T extends object>(tool: T, replaced: object): T =>
+  Object.assign(
+    Object.create(Object.getPrototypeOf(tool), Object.getOwnPropertyDescriptors(tool)),
+    replaced,
+  );

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type RunReader, readRuns, readTranscript, type TranscriptReader } from './transcripts.js';
+import {
+  type RunReader,
+  readRuns,
+  readTranscript,
+  roleSource,
+  type TranscriptReader,
+} from './transcripts.js';
 
 type Message = { role: string; content?: unknown };
 const reader: TranscriptReader<Message> = {
@@ -115,5 +121,30 @@ describe('readRuns', () => {
       ),
     ).toEqual(partial);
     expect(readRuns(thread(calls('x'), result('x')), runs())).toEqual(partial);
+  });
+});
+
+describe('roleSource', () => {
+  it('the role names providers share: user, prompts, tool results, and the model for any other', () => {
+    const roles = [
+      'user',
+      'system',
+      'developer',
+      'tool',
+      'function',
+      'assistant',
+      'critic',
+      undefined,
+    ];
+    expect(roles.map(roleSource)).toEqual([
+      'user',
+      'prompt',
+      'prompt',
+      'tool',
+      'tool',
+      'model',
+      'model',
+      'model',
+    ]);
   });
 });

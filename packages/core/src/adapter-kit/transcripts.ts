@@ -15,6 +15,21 @@ import type { TranscriptEntry } from './turn-identity.js';
  */
 export type MessageSource = 'user' | 'model' | 'tool' | 'partial' | 'prompt';
 
+/**
+ * Who a message is from by its role, in the role names most providers share (OpenAI's Chat
+ * Completions and Responses, Anthropic, the AI SDK): `user`; `system` and `developer` are a
+ * prompt; `tool` and `function` a tool's result; any other (`assistant`, a role not known here)
+ * the model's, so the same words after it are a new turn.
+ */
+export const roleSource = (role: unknown): MessageSource =>
+  role === 'user'
+    ? 'user'
+    : role === 'system' || role === 'developer'
+      ? 'prompt'
+      : role === 'tool' || role === 'function'
+        ? 'tool'
+        : 'model';
+
 /** How an adapter reads the messages of its framework. */
 export interface TranscriptReader<Message> {
   /**
