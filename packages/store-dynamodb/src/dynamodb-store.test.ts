@@ -54,8 +54,14 @@ runStoreConformance({
   test,
   expect,
   clock: 'virtual',
-  createStore: ({ clock }) =>
-    createDynamoDbStore({ client, tableName: table, prefix: testPrefix('v'), now: clock.now }),
+  createStore: ({ clock, timeoutMs }) =>
+    createDynamoDbStore({
+      client,
+      tableName: table,
+      prefix: testPrefix('v'),
+      now: clock.now,
+      timeoutMs,
+    }),
   raw,
   corruptRecord,
 });
@@ -66,7 +72,8 @@ runStoreConformance({
   test,
   expect,
   clock: 'real',
-  createStore: () => createDynamoDbStore({ client, tableName: table, prefix: testPrefix('r') }),
+  createStore: ({ timeoutMs }) =>
+    createDynamoDbStore({ client, tableName: table, prefix: testPrefix('r'), timeoutMs }),
   raw,
   corruptRecord,
 });

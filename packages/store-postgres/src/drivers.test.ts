@@ -152,7 +152,7 @@ describe.each(cases)('store on $name', (driver, available) => {
       test,
       expect,
       clock: 'real',
-      createStore: () => freshStore(),
+      createStore: ({ timeoutMs }) => freshStore({ timeoutMs }),
       destroyStore: dropStore,
       raw: {
         count: async (store) =>
@@ -177,7 +177,8 @@ describe.each(cases)('store on $name', (driver, available) => {
       test,
       expect,
       clock: 'real',
-      createStore: () => freshStore({ notifications: false, preparedStatements: false }),
+      createStore: ({ timeoutMs }) =>
+        freshStore({ notifications: false, preparedStatements: false, timeoutMs }),
       destroyStore: dropStore,
     });
   });

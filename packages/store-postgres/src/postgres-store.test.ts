@@ -158,7 +158,7 @@ describe.skipIf(!up)('postgres store', () => {
     test,
     expect,
     clock: 'real',
-    createStore: () => freshStore(),
+    createStore: ({ timeoutMs }) => freshStore({ timeoutMs }),
     destroyStore: dropStore,
     raw: {
       count: async (store) => {
@@ -185,7 +185,8 @@ describe.skipIf(!up)('postgres store', () => {
     test,
     expect,
     clock: 'real',
-    createStore: () => freshStore({ notifications: false, preparedStatements: false }),
+    createStore: ({ timeoutMs }) =>
+      freshStore({ notifications: false, preparedStatements: false, timeoutMs }),
     destroyStore: dropStore,
   });
 

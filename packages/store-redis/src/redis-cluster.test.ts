@@ -72,7 +72,8 @@ describe.skipIf(!binaries)('redis store on a 3-master Redis Cluster', () => {
         test,
         expect,
         clock: 'real',
-        createStore: () => createRedisStore(cluster, { ...notify, prefix: testPrefix('cluster') }),
+        createStore: ({ timeoutMs }) =>
+          createRedisStore(cluster, { ...notify, timeoutMs, prefix: testPrefix('cluster') }),
         raw: { count: (store) => countKeys(admin, store.prefix) },
         corruptRecord: async (store, key) => {
           await admin.set(`${store.prefix}{${key}}`, 'not a record', 'PX', 120_000);

@@ -146,7 +146,7 @@ for (const driver of DRIVERS) {
       test,
       expect,
       clock: 'real',
-      createStore: () => storeOn(client),
+      createStore: ({ timeoutMs }) => storeOn(client, { timeoutMs }),
       raw: { count: (store) => countKeys(redis, store.prefix) },
       corruptRecord: async (store, key) => {
         await redis.set(`${store.prefix}{${key}}`, 'not a record', 'PX', 120_000);

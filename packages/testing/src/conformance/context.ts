@@ -64,7 +64,7 @@ export function createConformanceContext<S extends IdempotencyStore>(
       timeout,
       async () => {
         const clock = createTestClock({ mode });
-        return { clock, store: await options.createStore({ clock }) };
+        return { clock, store: await options.createStore({ clock, timeoutMs: HANG_DETECTOR_MS }) };
       },
       ({ store }) =>
         options.destroyStore !== undefined ? options.destroyStore(store) : store.close?.(),

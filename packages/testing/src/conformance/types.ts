@@ -22,8 +22,12 @@ export interface StoreConformanceOptions<S extends IdempotencyStore = Idempotenc
   /**
    * Build a fresh store (fresh keyspace) for one test. `clock` is the one that test controls: a
    * store with an injected clock must read it (`createMemoryStore({ now: clock.now })`).
+   * `timeoutMs`: the deadline to give the store's operations when it has one (`timeoutMs` of the
+   * built-in stores), a hang detector: the suite's storms queue hundreds of operations at once,
+   * which a loaded machine can take longer than a default 5 s deadline to answer (a store's
+   * deadline is tested by its own fault tests, not here).
    */
-  createStore: (ctx: { clock: TestClock }) => S | Promise<S>;
+  createStore: (ctx: { clock: TestClock; timeoutMs: number }) => S | Promise<S>;
   /**
    * Clean up after one test: close the store and drop its keyspace, never the user's client
    * unless the factory made it. It must tolerate a store the suite already closed (the
