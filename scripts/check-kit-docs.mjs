@@ -14,7 +14,11 @@ import ts from 'typescript';
 
 const root = new URL('..', import.meta.url).pathname;
 const indexPath = join(root, 'packages/core/src/adapter-kit/index.ts');
-const source = ts.createSourceFile(indexPath, readFileSync(indexPath, 'utf8'), ts.ScriptTarget.Latest);
+const source = ts.createSourceFile(
+  indexPath,
+  readFileSync(indexPath, 'utf8'),
+  ts.ScriptTarget.Latest,
+);
 const exported = new Set();
 for (const statement of source.statements) {
   if (!ts.isExportDeclaration(statement)) continue;
@@ -43,13 +47,17 @@ for (const line of (end === -1 ? rest : rest.slice(0, end)).split('\n')) {
 
 const problems = [];
 for (const name of exported) {
-  if (!documented.has(name)) problems.push(`${name}: exported by the kit, no row in docs/design.md`);
+  if (!documented.has(name))
+    problems.push(`${name}: exported by the kit, no row in docs/design.md`);
 }
 for (const name of documented) {
-  if (!exported.has(name)) problems.push(`${name}: a row in docs/design.md, not exported by the kit`);
+  if (!exported.has(name))
+    problems.push(`${name}: a row in docs/design.md, not exported by the kit`);
 }
 if (problems.length > 0) {
   for (const problem of problems) console.error(`check-kit-docs: ${problem}`);
   process.exit(1);
 }
-console.log(`check-kit-docs: the ${exported.size} exports of the adapter kit each have a line in docs/design.md.`);
+console.log(
+  `check-kit-docs: the ${exported.size} exports of the adapter kit each have a line in docs/design.md.`,
+);

@@ -11,7 +11,6 @@ export {
   type Adapter,
   type AdapterOptions,
   type AdapterSpec,
-  callOf,
   checkToolName,
   createAdapter,
   type PolicyFieldCheck,
@@ -28,7 +27,6 @@ export {
   isApprovalRequest,
 } from './approval-tasks.js';
 export {
-  parseArguments,
   parseSchema,
   type StandardSchema,
   type ValidateFunction,
@@ -48,15 +46,11 @@ export {
   drain,
   type Escapes,
   errorText,
-  invalidArgumentsText,
-  isAsyncIterable,
   isContentBlocks,
   markContent,
   markOutput,
   mergeSignals,
   relay,
-  replayMarkBlock,
-  unwrappedContext,
 } from './calls.js';
 export {
   createDispatcher,
@@ -68,15 +62,13 @@ export {
   type DispatchHandler,
   type DispatchOptions,
   type DispatchOutcome,
-  dispatchCalls,
   outputsOf,
   presentDefinition,
   type RequestIdentity,
-  requestIdentity,
   type ToolErrorOutputOption,
   type ToolHandler,
 } from './dispatch-calls.js';
-export { errorOutcome, returnOrThrow } from './outcomes.js';
+export { returnOrThrow } from './outcomes.js';
 export {
   type CallInput,
   type CallOutcome,
@@ -84,11 +76,9 @@ export {
   type Prepared,
   type PreparedCall,
   prepareCall,
-  runCall,
   runPipeline,
   runPrepared,
   type SettledRun,
-  settleCall,
   settlePipeline,
   settleRun,
 } from './pipeline.js';
@@ -98,25 +88,14 @@ export {
   type StandardSchemaOptions,
   type ToolPresentation,
 } from './presentation.js';
-export {
-  DEFAULT_REPEAT_ARGUMENT,
-  keyArgs,
-  type RepeatableOption,
-  type RepeatablePolicy,
-  type Repeats,
-  repeatClash,
-  repeatNote,
-  repeatProperty,
-  repeatsOf,
-  schemaHasProperty,
-  type TakenRepeat,
-  takeRepeat,
-  withRepeatNote,
-  withRepeatProperty,
+export type {
+  RepeatableOption,
+  RepeatablePolicy,
+  Repeats,
+  TakenRepeat,
 } from './repeats.js';
 export {
   anchorSources,
-  createEmittedCalls,
   createRequestTurns,
   type EmittedCall,
   type EmittedCalls,
@@ -129,11 +108,8 @@ export {
 } from './request-turns.js';
 export {
   boxedOutputs,
-  boxOutput,
   markToolResult,
-  toolResultContent,
   toolResultOf,
-  unboxOutput,
 } from './results.js';
 export { createRunnerStop, type RunnerStop } from './runner-stop.js';
 export {
@@ -143,7 +119,6 @@ export {
   type TaskSpec,
   type TaskWrapOptions,
 } from './tasks.js';
-export { runToolCall, type ToolCall } from './tool-call.js';
 export {
   copyTool,
   createToolListAdapter,
@@ -166,10 +141,7 @@ export {
   roleSource,
   type TranscriptReader,
 } from './transcripts.js';
-export { userContent } from './turn-content.js';
 export {
-  checkPerCall,
-  createTurnResolver,
   deriveTurnId,
   type PerCall,
   type ResolvedTurn,
@@ -179,4 +151,4 @@ export {
   type TurnSource,
   type TurnSources,
 } from './turn-identity.js';
-export { createTurnLinks, TURN_LINK_TOOL, type TurnLinks } from './turn-links.js';
+export { TURN_LINK_TOOL, type TurnLinks } from './turn-links.js';
