@@ -131,6 +131,8 @@ export {
   type ToolSetSpec,
   type ToolSetWrapperOptions,
   type ToolWrapOptions,
+  wrapOneTool,
+  wrapToolSet,
 } from './tool-set.js';
 export {
   type MessageSource,

@@ -79,6 +79,20 @@ describe('presentTool: one presentation of a tool for every adapter', () => {
     expect(send.strip({ to: 'ann', repeat: 2 })).toEqual({ to: 'ann' });
   });
 
+  test("stripped: the tool's own callback gets the input without the repeat argument", () => {
+    const send = presentTool(adapter(), 'send', 'test');
+    const gate = (context: string, input: unknown, id?: string) => [context, input, id];
+    const stripped = send.stripped(gate, 1);
+    expect(stripped('ctx', { to: 'ann', repeat: 2 }, 'c1')).toEqual(['ctx', { to: 'ann' }, 'c1']);
+    expect(stripped.length).toBe(3);
+    expect(send.stripped((input: unknown) => input)({ to: 'ann', repeat: 2 })).toEqual({
+      to: 'ann',
+    });
+    expect(send.stripped(true)).toBe(true);
+    // Not repeatable: the callback as it is.
+    expect(presentTool(adapter(), 'charge', 'test').stripped(gate)).toBe(gate);
+  });
+
   test('zod 4 and zod 3 objects extended with zod of the same major version', () => {
     const send = presentTool(adapter(), 'send', 'test');
     const z4 = load('zod') as typeof import('zod');

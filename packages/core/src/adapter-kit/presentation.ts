@@ -80,6 +80,11 @@ export interface ToolPresentation {
   openApiSchema<S>(schema: S): S;
   /** The model's input without the repeat argument (for the tool's own callbacks and gates). */
   strip<I>(input: I): I;
+  /**
+   * A callback of the tool's own (a gate such as `needsApproval`) given the model's input, its
+   * argument at `at`, without the repeat argument; a value that is no function as it is.
+   */
+  stripped<F>(callback: F, at?: number): F;
 }
 
 const isObject = (value: unknown): value is Json =>
@@ -208,5 +213,12 @@ export function presentTool(
       } as typeof schema;
     },
     strip,
+    stripped(callback, at = 0) {
+      if (typeof callback !== 'function' || repeats === undefined) return callback;
+      const called = (...given: unknown[]) =>
+        callback(...given.map((value, i) => (i === at ? strip(value) : value)));
+      // As many parameters as the callback's: frameworks tell a policy by its `length`.
+      return Object.defineProperty(called, 'length', { value: callback.length }) as typeof callback;
+    },
   };
 }

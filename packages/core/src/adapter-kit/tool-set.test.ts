@@ -1,6 +1,12 @@
 import { describe, expect, test } from 'vitest';
 import { createMemoryStore } from '../store/memory-store.js';
-import { createToolListAdapter, createToolSetAdapter, oneToolOptions } from './tool-set.js';
+import {
+  createToolListAdapter,
+  createToolSetAdapter,
+  oneToolOptions,
+  wrapOneTool,
+  wrapToolSet,
+} from './tool-set.js';
 
 const spec = {
   caller: 'idempotentTools',
@@ -30,6 +36,41 @@ describe('createToolSetAdapter', () => {
     expect(make({ web: { x: 1 } }, { conversationId: undefined, exclude: ['web'] })).not.toThrow();
     expect(make({ a: { x: 1, execute: () => 1 } }, { conversationId: undefined })).toThrow(
       /nothing tells one conversation from another, so a would replay/,
+    );
+  });
+});
+
+describe('wrapToolSet, wrapOneTool', () => {
+  type Tool = { execute?: () => unknown; wrapped?: string };
+  const wrapSet = (tools: unknown, given: unknown, caller: string) =>
+    wrapToolSet<never, Tool>(tools, given, { ...spec, caller }, (adapter) => (name, tool) => {
+      if (tool.execute === undefined || adapter.treatment(name) !== 'wrap') return tool;
+      return { ...tool, wrapped: name };
+    });
+  test('each entry wrapped by the adapter of the set; the others as they are', () => {
+    const web = {};
+    const set = wrapSet(
+      { a: { execute: () => 1 }, b: { execute: () => 2 }, web },
+      {
+        ...options,
+        exclude: ['b'],
+      },
+      'idempotentTools',
+    );
+    expect(set.a?.wrapped).toBe('a');
+    expect(set.b?.wrapped).toBeUndefined();
+    expect(set.web).toBe(web);
+    expect(() => wrapSet([], options, 'idempotentTools')).toThrow(/pass the tool set/);
+  });
+  test('one tool: its name checked, its options as the set of it', () => {
+    const one = wrapOneTool<Tool>('a', { execute: () => 1 }, options, 'idempotentTool', wrapSet);
+    expect(one.wrapped).toBe('a');
+    const unsafe = { ...options, unsafe: true };
+    expect(wrapOneTool<Tool>('a', { execute: () => 1 }, unsafe, 'x', wrapSet).wrapped).toBe(
+      undefined,
+    );
+    expect(() => wrapOneTool('a b', {}, options, 'idempotentTool', wrapSet)).toThrow(
+      expect.objectContaining({ code: 'configuration' }),
     );
   });
 });

@@ -5,7 +5,13 @@
 import { ConfigurationError } from '../errors/index.js';
 import type { ExecutorOptions } from '../executor/executor-options.js';
 import { refuseWrapped } from '../executor/wrapped.js';
-import { type Adapter, type AdapterOptions, type AdapterSpec, createAdapter } from './adapter.js';
+import {
+  type Adapter,
+  type AdapterOptions,
+  type AdapterSpec,
+  checkToolName,
+  createAdapter,
+} from './adapter.js';
 import type { RepeatablePolicy } from './repeats.js';
 
 /** How an adapter of a tool record describes itself (see `AdapterSpec`). */
@@ -54,6 +60,38 @@ export function createToolSetAdapter<Info, Tool extends { execute?: unknown }>(
     otherToolNames: named(false),
   });
   return { adapter, entries };
+}
+
+/**
+ * A tool record wrapped: its adapter (`createToolSetAdapter`) given once to `wrapOf`, whose
+ * wrapper makes each entry's tool (one it leaves as it is included).
+ */
+export function wrapToolSet<Info, Tool extends { execute?: unknown }>(
+  tools: unknown,
+  options: unknown,
+  spec: ToolSetSpec<Info>,
+  wrapOf: (adapter: Adapter<Info>) => (name: string, tool: Tool) => Tool,
+): Record<string, Tool> {
+  const { adapter, entries } = createToolSetAdapter<Info, Tool>(tools, options, spec);
+  const wrap = wrapOf(adapter);
+  return Object.fromEntries(entries.map(([name, tool]) => [name, wrap(name, tool)]));
+}
+
+/**
+ * One tool wrapped as the only tool of a set named `name` (its options as the set's, see
+ * `oneToolOptions`) by the set's wrapper `wrapSet`.
+ * @throws ConfigurationError for a name providers reject (and what `wrapSet` throws)
+ */
+export function wrapOneTool<Tool>(
+  name: unknown,
+  tool: Tool,
+  options: unknown,
+  caller: string,
+  wrapSet: (tools: Record<string, Tool>, options: unknown, caller: string) => object,
+): Tool {
+  checkToolName(name, caller);
+  const set = wrapSet({ [name]: tool }, oneToolOptions(name, options), caller);
+  return (set as Record<string, Tool>)[name] as Tool;
 }
 
 /** The options of a one-tool wrapper (`{ policy, unsafe }`) as those of a set of that tool. */
