@@ -2,7 +2,6 @@ import {
   type Approvals,
   createApprovals,
   type ExecutionContext,
-  type ExecutorOptions,
   InvalidInputError,
   type ToolPolicy,
 } from '@idempotent-tools/core';
@@ -52,22 +51,22 @@ export type PolicyOf<T> = T extends {
   ? ToolPolicy<I, Awaited<R>>
   : ToolPolicy;
 
-type WrapOptions = ExecutorOptions &
-  Pick<kit.AdapterOptions<ToolCallInfo>, 'turnId' | 'conversationId' | 'scope' | 'markFresh'>;
-
 /**
  * Options of `idempotentTools(tools, options)`. A policy may say `repeatable` (deliberate
  * repeats: the tool's `inputSchema` gets the `repeat` argument, see the README).
  */
-export type IdempotentToolsOptions<TOOLS extends Record<string, AnyTool>> = WrapOptions &
-  kit.ToolSetOptions<
+export type IdempotentToolsOptions<TOOLS extends Record<string, AnyTool>> =
+  kit.ToolSetWrapperOptions<
+    ToolCallInfo,
     keyof TOOLS & string,
-    { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> & kit.RepeatablePolicy }
+    { [K in keyof TOOLS]: PolicyOf<TOOLS[K]> }
   >;
 
 /** Options of `idempotentTool(tool, options)`. */
-export type IdempotentToolOptions<TOOL extends AnyTool> = WrapOptions &
-  kit.OneToolOptions<PolicyOf<TOOL> & kit.RepeatablePolicy>;
+export type IdempotentToolOptions<TOOL extends AnyTool> = kit.OneToolWrapperOptions<
+  ToolCallInfo,
+  PolicyOf<TOOL>
+>;
 
 const CONTEXT = Symbol.for('idempotent-tools.mastra.context');
 /** Developer errors of calls (nothing ran): the wrapped `toModelOutput` throws them. */
@@ -96,12 +95,6 @@ function answer(outcome: kit.CallOutcome | kit.Prepared<unknown>): unknown {
   return kit.returnOrThrow(outcome as kit.CallOutcome);
 }
 
-/** A gate of the tool's own (`requireApproval`, `needsApprovalFn`), given the input without `repeat`. */
-const stripped = (gate: unknown, strip: (input: unknown) => unknown) =>
-  typeof gate !== 'function'
-    ? gate
-    : (input: unknown, ...rest: unknown[]) => gate(strip(input), ...rest);
-
 /**
  * The fields of a repeatable tool's copy: the `inputSchema` the model sees with the repeat
  * argument (Mastra's agent validates the model's input with it: the tool's schema, with Mastra's
@@ -120,8 +113,8 @@ function repeatableFields(tool: AnyTool, shown: kit.ToolPresentation): Record<st
   const announce = tool.onInputAvailable as ((options: object) => unknown) | undefined;
   return {
     inputSchema: shown.standardSchema(own, { strict, validate }),
-    requireApproval: stripped(tool.requireApproval, shown.strip),
-    needsApprovalFn: stripped((tool as { needsApprovalFn?: unknown }).needsApprovalFn, shown.strip),
+    requireApproval: shown.stripped(tool.requireApproval),
+    needsApprovalFn: shown.stripped((tool as { needsApprovalFn?: unknown }).needsApprovalFn),
     ...(announce === undefined
       ? {}
       : {
@@ -142,9 +135,7 @@ function wrapTool(
   const shown = kit.presentTool(adapter, name, caller);
   if (execute === undefined || shown.treatment === 'exclude') return tool;
   const copy = (fields: Record<string, unknown>): AnyTool =>
-    Object.assign(Object.create(Object.getPrototypeOf(tool)), tool, fields, {
-      description: shown.describe(tool.description),
-    });
+    kit.copyTool(tool, { ...fields, description: shown.describe(tool.description) });
   if (shown.treatment === 'unsafe') return copy({});
   const fields = shown.repeats === undefined ? {} : repeatableFields(tool, shown);
   /** The schema the input is validated with, as Mastra's agent validates it. */
@@ -288,28 +279,28 @@ function wrapTool(
   });
 }
 
-function wrapSet(tools: unknown, options: unknown, caller: string): Record<string, AnyTool> {
-  const { adapter, entries } = kit.createToolSetAdapter<ToolCallInfo, AnyTool>(tools, options, {
-    caller,
-    set: 'the tools record of your Agent: { name: createTool({...}) }',
-    tool: 'a Mastra tool: define it with createTool({ ... })',
-    isTool: (tool) => typeof (tool as { id?: unknown }).id === 'string',
-    conversation: ({ context }) => {
-      const { threadId, resourceId } = context?.agent ?? {};
-      if (threadId === undefined || threadId === '') return undefined;
-      return resourceId === undefined ? threadId : JSON.stringify([resourceId, threadId]);
-    },
-    transcript: ({ context, history }) =>
-      transcriptOf([...history, ...(context?.agent?.messages ?? [])], savesEarly(context ?? {})),
-    repeatable: true,
-    howTo:
-      "a memory thread (agent.generate(prompt, { memory: { thread, resource } })), conversationId (your chat id, e.g. ({ context }) => context.requestContext.get('chatId')) or turnId (the id of the user message)",
+/** How the adapter of a tools record describes itself (the kit's `ToolSetSpec`). */
+const SET: Omit<kit.ToolSetSpec<ToolCallInfo>, 'caller'> = {
+  set: 'the tools record of your Agent: { name: createTool({...}) }',
+  tool: 'a Mastra tool: define it with createTool({ ... })',
+  isTool: (tool) => typeof (tool as { id?: unknown }).id === 'string',
+  conversation: ({ context }) => {
+    const { threadId, resourceId } = context?.agent ?? {};
+    if (threadId === undefined || threadId === '') return undefined;
+    return resourceId === undefined ? threadId : JSON.stringify([resourceId, threadId]);
+  },
+  transcript: ({ context, history }) =>
+    transcriptOf([...history, ...(context?.agent?.messages ?? [])], savesEarly(context ?? {})),
+  repeatable: true,
+  howTo:
+    "a memory thread (agent.generate(prompt, { memory: { thread, resource } })), conversationId (your chat id, e.g. ({ context }) => context.requestContext.get('chatId')) or turnId (the id of the user message)",
+};
+
+const wrapSet = (tools: unknown, options: unknown, caller: string) =>
+  kit.wrapToolSet<ToolCallInfo, AnyTool>(tools, options, { ...SET, caller }, (adapter) => {
+    const approvals = createApprovals(adapter.executor);
+    return (name, tool) => wrapTool(name, tool, adapter, approvals, caller);
   });
-  const approvals = createApprovals(adapter.executor);
-  return Object.fromEntries(
-    entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter, approvals, caller)]),
-  );
-}
 
 /**
  * Make a Mastra tools record idempotent: each tool's `execute` becomes a lookup first, so a
@@ -334,7 +325,5 @@ export function idempotentTool<TOOL extends AnyTool>(
   options: IdempotentToolOptions<TOOL>,
 ): TOOL {
   const name = (tool as { id?: unknown } | null)?.id;
-  kit.checkToolName(name, 'idempotentTool');
-  const one = kit.oneToolOptions(name, options);
-  return wrapSet({ [name]: tool }, one, 'idempotentTool')[name] as TOOL;
+  return kit.wrapOneTool(name, tool, options, 'idempotentTool', wrapSet);
 }
