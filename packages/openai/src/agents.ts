@@ -148,17 +148,13 @@ function wrapOne<T extends AnyFunctionTool>(tool: T, w: Wrapper): T {
   };
   // The model sees the repeat argument (required and nullable in strict mode, as the SDK's
   // strict schemas want); a conditional approval policy reads the tool's own input.
-  const needsApproval = tool.needsApproval as unknown as (...a: unknown[]) => Promise<boolean>;
-  const dynamic = shown.repeats !== undefined && needsApproval?.length > 0;
+  const { needsApproval } = tool as { needsApproval: (...a: unknown[]) => unknown };
   return kit.markWrapped(
     kit.copyTool(tool, {
       invoke: kit.markWrapped(invoke),
       description: shown.describe(tool.description),
       parameters: shown.jsonSchema(tool.parameters, tool.strict),
-      ...(dynamic && {
-        needsApproval: (runContext: unknown, input: unknown, callId?: string) =>
-          needsApproval(runContext, shown.strip(input), callId),
-      }),
+      ...(needsApproval?.length > 0 && { needsApproval: shown.stripped(needsApproval, 1) }),
     }),
   );
 }
@@ -171,10 +167,7 @@ function wrapOne<T extends AnyFunctionTool>(tool: T, w: Wrapper): T {
 export function wrapFunctionTool<T extends AnyFunctionTool>(
   idempotency: Idempotency,
   tool: T,
-  options: AgentToolOptions & {
-    /** ttl, lease, businessKey, reconcile, onStale, ..., repeatable @default {} */
-    policy?: Policy;
-  } = {},
+  options: AgentToolOptions & Pick<kit.OneToolOptions<Policy>, 'policy'> = {},
 ): T {
   if (tool?.type !== 'function' || typeof tool.invoke !== 'function' || !tool.name) {
     throw new ConfigurationError({
@@ -231,14 +224,7 @@ function observed(
 export function wrapAgentTools<A extends Agents.Agent<any, any>>(
   idempotency: Idempotency,
   agent: A,
-  options: AgentToolOptions & {
-    /** Per-tool policy, by tool name (`repeatable`: deliberate repeats, see the README). @default {} */
-    policies?: Record<string, Policy>;
-    /** Read-only tools, left as they are. @default [] */
-    exclude?: readonly string[];
-    /** Tools not safe to retry: not wrapped, their description gets the unsafe note. @default [] */
-    unsafe?: readonly string[];
-  } = {},
+  options: AgentToolOptions & kit.ToolSetOptions<string, Record<string, Policy>> = {},
 ): A {
   if (agent == null || !Array.isArray(agent.tools) || typeof agent.clone !== 'function') {
     throw new ConfigurationError({
