@@ -3,7 +3,6 @@ import {
   ConfigurationError,
   createApprovals,
   type ExecutionContext,
-  type ExecutorOptions,
   markReplayed,
   type ToolPolicy,
 } from '@idempotent-tools/core';
@@ -38,10 +37,7 @@ export type PerCall = kit.PerCall<ToolCallInfo>;
  * How a call is identified: `conversationId` (useChat's chat id, or e.g. `({ options }) =>
  * options.context?.chatId` with `toolsContext`) or `turnId`; `scope` (tenant / user); `markFresh`.
  */
-export type WrapOptions = Pick<
-  kit.AdapterOptions<ToolCallInfo>,
-  'turnId' | 'conversationId' | 'scope' | 'markFresh'
->;
+export type WrapOptions = kit.ToolWrapOptions<ToolCallInfo>;
 
 /** The policy type of a tool: its input and (final) output types. */
 export type PolicyOf<T> = T extends {
@@ -51,17 +47,17 @@ export type PolicyOf<T> = T extends {
   : ToolPolicy;
 
 /** Options of `idempotentTools(tools, options)`; a policy may say `repeatable` (see the README). */
-export type IdempotentToolsOptions<TOOLS extends ToolSet> = ExecutorOptions &
-  WrapOptions &
-  kit.ToolSetOptions<
-    keyof TOOLS & string,
-    { [K in keyof TOOLS]?: PolicyOf<TOOLS[K]> & kit.RepeatablePolicy }
-  >;
+export type IdempotentToolsOptions<TOOLS extends ToolSet> = kit.ToolSetWrapperOptions<
+  ToolCallInfo,
+  keyof TOOLS & string,
+  { [K in keyof TOOLS]: PolicyOf<TOOLS[K]> }
+>;
 
 /** Options of `idempotentTool(name, tool, options)`. */
-export type IdempotentToolOptions<TOOL extends Tool> = ExecutorOptions &
-  WrapOptions &
-  kit.OneToolOptions<PolicyOf<TOOL> & kit.RepeatablePolicy>;
+export type IdempotentToolOptions<TOOL extends Tool> = kit.OneToolWrapperOptions<
+  ToolCallInfo,
+  PolicyOf<TOOL>
+>;
 
 type ToolResultOutput = Awaited<ReturnType<NonNullable<Tool['toModelOutput']>>>;
 type Execute = NonNullable<Tool['execute']>;
@@ -247,25 +243,25 @@ function wrapTool(
   } as Tool;
 }
 
-function wrapSet(tools: unknown, options: unknown, caller: string): Record<string, Tool> {
-  const { adapter, entries } = kit.createToolSetAdapter<ToolCallInfo, Tool>(tools, options, {
-    caller,
-    set: 'the tool set you pass to generateText: { name: tool({...}) }',
-    tool: 'a tool object: define it with tool({ ... })',
-    transcript: ({ options }) =>
-      kit.readTranscript(options.messages, {
-        from: ({ role }) => (role === 'system' ? 'prompt' : role === 'assistant' ? 'model' : role),
-        content: (message) => message.content,
-      }),
-    repeatable: true,
-    howTo:
-      "conversationId (your chat id: useChat's `id` of the request body, or ({ options }) => options.context?.chatId) or turnId (the id of the user message)",
+/** How the adapter of a tool set describes itself (the kit's `ToolSetSpec`). */
+const SET: Omit<kit.ToolSetSpec<ToolCallInfo>, 'caller'> = {
+  set: 'the tool set you pass to generateText: { name: tool({...}) }',
+  tool: 'a tool object: define it with tool({ ... })',
+  transcript: ({ options }) =>
+    kit.readTranscript(options.messages, {
+      from: ({ role }) => kit.roleSource(role),
+      content: (message) => message.content,
+    }),
+  repeatable: true,
+  howTo:
+    "conversationId (your chat id: useChat's `id` of the request body, or ({ options }) => options.context?.chatId) or turnId (the id of the user message)",
+};
+
+const wrapSet = (tools: unknown, options: unknown, caller: string) =>
+  kit.wrapToolSet<ToolCallInfo, Tool>(tools, options, { ...SET, caller }, (adapter) => {
+    const approvals = createApprovals(adapter.executor);
+    return (name, tool) => wrapTool(name, tool, adapter, approvals, caller);
   });
-  const approvals = createApprovals(adapter.executor);
-  return Object.fromEntries(
-    entries.map(([name, tool]) => [name, wrapTool(name, tool, adapter, approvals, caller)]),
-  );
-}
 
 /**
  * Make a tool set idempotent: each tool's `execute` becomes a lookup first, so a repeat of the
@@ -290,7 +286,5 @@ export function idempotentTool<TOOL extends Tool>(
   tool: TOOL,
   options: IdempotentToolOptions<TOOL>,
 ): TOOL {
-  kit.checkToolName(name, 'idempotentTool');
-  const set = wrapSet({ [name]: tool }, kit.oneToolOptions(name, options), 'idempotentTool');
-  return set[name] as TOOL;
+  return kit.wrapOneTool(name, tool, options, 'idempotentTool', wrapSet);
 }
