@@ -1,5 +1,6 @@
 import { createIdempotency, type IdempotencyStore } from '@idempotent-tools/core';
 import { sleep } from '../clock.js';
+import { HANG_DETECTOR_MS } from '../fixture-tests.js';
 import { FP_A, FP_B, LONG_LEASE } from './shared.js';
 import type { ConformanceContext } from './types.js';
 
@@ -20,11 +21,16 @@ export function defineConcurrencyTests<S extends IdempotencyStore>(
         let runs = 0;
         const results = await Promise.all(
           Array.from({ length: executorConcurrency }, () =>
-            idempotency.run(call, async () => {
-              runs++;
-              await sleep(20);
-              return { run: runs };
-            }),
+            idempotency.run(
+              call,
+              async () => {
+                runs++;
+                await sleep(20);
+                return { run: runs };
+              },
+              // The waiters wait as long as the storm takes on this machine (not the 30 s default).
+              { waitTimeout: HANG_DETECTOR_MS },
+            ),
           ),
         );
         expect(runs).toBe(1);

@@ -5,6 +5,7 @@ import {
   createIdempotency,
   type IdempotencyStore,
 } from '@idempotent-tools/core';
+import { HANG_DETECTOR_MS } from '../fixture-tests.js';
 import type { ConformanceContext } from './types.js';
 
 type CallParts = Pick<Call, 'toolName' | 'turnId' | 'scope'>;
@@ -173,11 +174,16 @@ export function defineExecutorScopeIsolationTests<S extends IdempotencyStore>(
         const results = await Promise.all(
           scopes.flatMap((scope) =>
             Array.from({ length: 5 }, () =>
-              idempotency.run({ toolName: 'deploy', turnId, scope, args: {} }, async () => {
-                runs.set(scope, (runs.get(scope) ?? 0) + 1);
-                await new Promise((resolve) => setTimeout(resolve, 10));
-                return scope;
-              }),
+              idempotency.run(
+                { toolName: 'deploy', turnId, scope, args: {} },
+                async () => {
+                  runs.set(scope, (runs.get(scope) ?? 0) + 1);
+                  await new Promise((resolve) => setTimeout(resolve, 10));
+                  return scope;
+                },
+                // The waiters wait as long as the calls take on this machine (not the 30 s default).
+                { waitTimeout: HANG_DETECTOR_MS },
+              ),
             ),
           ),
         );
