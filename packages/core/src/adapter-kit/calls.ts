@@ -4,10 +4,11 @@
  * tool find its idempotency context from the options its framework handed it, replay marks on
  * content blocks.
  */
-import { randomUUID } from 'node:crypto';
+
 import { ConfigurationError, InvalidInputError } from '../errors/index.js';
 import type { ExecutionContext } from '../executor.js';
 import { errorForModel, markReplayed } from '../model-output.js';
+import { randomUUID } from '../runtime/index.js';
 
 /** Fields of an `InvalidInputError` that the model's arguments caused (it can fix them). */
 const MODEL_FIELDS = new Set(['args', 'arguments', 'businessKey', 'name']);

@@ -10,6 +10,7 @@
  * framework holds it (the AI SDK's parts, OpenAI's Chat parts and Responses items, Anthropic's
  * blocks, Gemini's parts, LangChain's content blocks, Mastra's parts) and never shape it.
  */
+import { toBase64, utf8 } from '../runtime/index.js';
 
 type Part = Record<string, unknown>;
 
@@ -40,12 +41,12 @@ const VOLATILE = new Set([
 const isObject = (value: unknown): value is Part =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-const base64OfText = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+const base64OfText = (text: string) => toBase64(utf8(text));
 
 function base64OfBytes(value: unknown): string | undefined {
-  if (value instanceof ArrayBuffer) return Buffer.from(value).toString('base64');
+  if (value instanceof ArrayBuffer) return toBase64(new Uint8Array(value));
   if (ArrayBuffer.isView(value)) {
-    return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
+    return toBase64(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
   }
   return undefined;
 }

@@ -17,7 +17,7 @@
  * Records live for the tool's ttl (the request from when it was made, the decision from when it
  * was made).
  */
-import { randomUUID } from 'node:crypto';
+
 import {
   ApprovalConflictError,
   ApprovalPendingError,
@@ -36,6 +36,7 @@ import {
   type ToolFunction,
   type ToolPolicy,
 } from '../executor/types.js';
+import { randomUUID } from '../runtime/index.js';
 import type { IdempotencyRecord, IdempotencyStore, RecordMeta } from '../store/store.js';
 
 /** The tool names under which approval records are keyed (never a real tool's: they hold `/`). */

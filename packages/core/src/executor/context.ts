@@ -3,11 +3,11 @@
  * async context every tool runs in, what its attempt was seen to send, and whether it still owns
  * its call. The executor sets it; the vendor helpers (`vendor-calls/`) and the request observers read it.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { InvalidInputError, PersistFailedError } from '../errors/index.js';
+import { createAsyncContext, hasAsyncContext } from '../runtime/index.js';
 import type { ExecutionContext } from './types.js';
 
-const storage = new AsyncLocalStorage<ExecutionContext>();
+const storage = createAsyncContext<ExecutionContext>();
 
 /** What an attempt sent, as far as the executor saw (for `onToolError: 'auto'`). */
 export interface SentEffects {
@@ -102,7 +102,9 @@ export function contextOrThrow(
   if (ctx === undefined) {
     throw new InvalidInputError({
       field: 'context',
-      message: `${what} needs the tool call's execution context: call it inside a tool run by idempotency.run (or a framework adapter), or pass the tool's ctx.`,
+      message: hasAsyncContext
+        ? `${what} needs the tool call's execution context: call it inside a tool run by idempotency.run (or a framework adapter), or pass the tool's ctx.`
+        : `${what} needs the tool call's execution context, and this runtime has no AsyncLocalStorage to find it: pass the tool's ctx, or on Cloudflare Workers enable the nodejs_compat (or nodejs_als) compatibility flag.`,
     });
   }
   return ctx;

@@ -11,14 +11,11 @@
  * `failed` record relabelled `completed`) fails authentication. Old keys stay in `keys` for
  * reading: rotation is adding a key and moving `current` to it.
  */
-import {
-  createCipheriv,
-  createDecipheriv,
-  createSecretKey,
-  type KeyObject,
-  randomBytes,
-} from 'node:crypto';
-import { InvalidInputError, RecordIntegrityError } from '../errors/index.js';
+import type { KeyObject } from 'node:crypto';
+import { ConfigurationError, InvalidInputError, RecordIntegrityError } from '../errors/index.js';
+import { builtinModule, nodeCrypto } from '../runtime/index.js';
+
+const { Buffer } = builtinModule<typeof import('node:buffer')>('node:buffer') ?? {};
 
 /** Options of `encryption` (see `IdempotencyOptions`). */
 export interface EncryptionOptions {
@@ -52,8 +49,8 @@ const PREFIX = 'enc:';
 const ENVELOPE =
   /^enc:v1:([A-Za-z0-9_-]{1,32}):([A-Za-z0-9_-]{16}):([A-Za-z0-9_-]{22}):([A-Za-z0-9_-]*)$/;
 
-function aad(key: string, state: string): Buffer {
-  return Buffer.from(`idempotent-tools/outcome/v1\n${state}\n${key}`);
+function aad(key: string, state: string): Uint8Array {
+  return new TextEncoder().encode(`idempotent-tools/outcome/v1\n${state}\n${key}`);
 }
 
 function integrity(
@@ -100,6 +97,15 @@ export function createOutcomeCodec(options: EncryptionOptions | undefined): Outc
   if (options === null || typeof options !== 'object') {
     throw bad('', 'encryption must be { keys: { <id>: 32-byte key }, current: <id> }.');
   }
+  const crypto = nodeCrypto;
+  if (typeof crypto?.createCipheriv !== 'function' || Buffer === undefined) {
+    throw new ConfigurationError({
+      option: 'encryption',
+      message:
+        "encryption needs node:crypto's AES-256-GCM, which this runtime does not have: on Cloudflare Workers enable the nodejs_compat compatibility flag; elsewhere run on Node, Deno or Bun, or leave encryption out.",
+    });
+  }
+  const { createCipheriv, createDecipheriv, createSecretKey, randomBytes } = crypto;
   const { keys, current, acceptPlaintext = false } = options;
   if (keys === null || typeof keys !== 'object') {
     throw bad('.keys', 'encryption.keys must be an object of key id -> 32-byte key.');

@@ -3,7 +3,7 @@
  * answer, until the call has an outcome. Each answer's step lives in its own module: replay,
  * running the tool, waiting for a duplicate, settling a stale attempt, fail-open.
  */
-import { randomUUID } from 'node:crypto';
+
 import {
   DriftError,
   IdempotencyError,
@@ -12,6 +12,7 @@ import {
   RecordIntegrityError,
   StoreUnavailableError,
 } from '../errors/index.js';
+import { randomUUID } from '../runtime/index.js';
 import type { ClaimInput, ClaimResult } from '../store/store.js';
 import type { CallRun } from './call-run.js';
 import { runUnguarded } from './fail-open.js';

@@ -2,7 +2,9 @@
  * Replay: a finished record's stored outcome, opened and checked, returned with
  * `replayed: true`; a stored terminal error is thrown again as `ReplayedFailureError`.
  */
+
 import { RecordIntegrityError, ReplayedFailureError } from '../errors/index.js';
+import { utf8Length } from '../runtime/index.js';
 import type { IdempotencyRecord } from '../store/store.js';
 import type { CallRun } from './call-run.js';
 import { decode, type StoredOutcome } from './outcome.js';
@@ -27,7 +29,7 @@ export function replay<Args, Result>(
   }
   const { stored, json } = decoded;
   const outcome = run.waitedMs > 0 ? 'waited' : 'replayed';
-  const resultBytes = run.observed ? Buffer.byteLength(json) : undefined;
+  const resultBytes = run.observed ? utf8Length(json) : undefined;
   if (record.state === 'failed' || stored.e !== undefined) {
     const original = stored.e ?? { name: 'Error', message: 'unknown error' };
     run.fail(

@@ -4,7 +4,9 @@
  * run again), keeps the attempt unfinished (`onToolError: 'keep'`: the effect may have happened),
  * or is stored when it is terminal.
  */
+
 import { IdempotencyError, InvalidInputError, PersistFailedError } from '../errors/index.js';
+import { isNode, utf8Length } from '../runtime/index.js';
 import type { CallRun } from './call-run.js';
 import { effectsOf, runInContext, type SentEffects } from './context.js';
 import { holdLease, type Lease } from './lease.js';
@@ -99,7 +101,9 @@ async function fencedWrite<T>(run: CallRun<unknown, unknown>, write: () => Promi
  * releasing the claim. `auto`: keep when a request left for a vendor not declared to dedupe by
  * the key (a keyed request of the vendor helpers, or any other request seen leaving: plain
  * `fetch`, `node:http`); release when nothing left, when every vendor dedupes, or when the
- * effects are in the ledger (a retry meets the ledger's own record first).
+ * effects are in the ledger (a retry meets the ledger's own record first). Off Node, where no
+ * request is seen leaving (`vendor-calls/sent-requests.ts`), `auto` cannot tell an error before
+ * the effect from one after it: it keeps the attempt unless every vendor dedupes by the key.
  */
 function keepsAttempt(
   onToolError: 'auto' | 'release' | 'keep',
@@ -107,6 +111,7 @@ function keepsAttempt(
   sent: SentEffects,
 ): boolean {
   if (onToolError !== 'auto') return onToolError === 'keep';
+  if (!isNode) return !vendorDedupes;
   return (sent.keyed > 0 || sent.requests > 0) && !vendorDedupes;
 }
 
@@ -129,7 +134,7 @@ async function settleError<Args, Result>(
   if (terminal) {
     const e = describeError(error);
     let json = JSON.stringify({ e } satisfies StoredOutcome);
-    if (Buffer.byteLength(json) > engine.maxResultBytes) {
+    if (utf8Length(json) > engine.maxResultBytes) {
       // Keep the failure, not a huge message: a stored error obeys maxResultBytes too.
       e.message = `${e.message.slice(0, 1000)}… (truncated: over maxResultBytes)`;
       e.name = e.name.slice(0, 200);
@@ -173,7 +178,7 @@ async function persist<Args, Result>(
   try {
     encoded = JSON.stringify({ v: value } satisfies StoredOutcome);
     // UTF-8 takes at most 3 bytes per UTF-16 code unit: a short text needs no count.
-    const bytes = encoded.length * 3 <= maxResultBytes ? 0 : Buffer.byteLength(encoded);
+    const bytes = encoded.length * 3 <= maxResultBytes ? 0 : utf8Length(encoded);
     if (bytes > maxResultBytes) {
       refused = new PersistFailedError({
         key,
@@ -214,7 +219,7 @@ async function persist<Args, Result>(
           toolName: call.toolName,
           cause,
           store: store.name,
-          resultBytes: Buffer.byteLength(outcome),
+          resultBytes: utf8Length(outcome),
           limit: store.capabilities.maxOutcomeBytes,
         }),
       );
@@ -239,7 +244,7 @@ async function persist<Args, Result>(
       }),
     );
   }
-  run.finish('executed', undefined, run.observed ? Buffer.byteLength(encoded) : undefined);
+  run.finish('executed', undefined, run.observed ? utf8Length(encoded) : undefined);
   return { value: asStored(value, encoded), replayed: false, key, outcome: 'executed' };
 }
 
@@ -251,7 +256,7 @@ function overStoreLimit<Args, Result>(
   const { store } = run.engine;
   const limit = store.capabilities.maxOutcomeBytes;
   if (limit === undefined || outcome.length * 3 <= limit) return undefined;
-  const bytes = Buffer.byteLength(outcome);
+  const bytes = utf8Length(outcome);
   if (bytes <= limit) return undefined;
   return new PersistFailedError({
     key: run.key,

@@ -4,8 +4,9 @@
  * outcome found, or released so the call may run again. Only a stale record (its lease ran out)
  * can be settled: a live attempt is never overruled. Emits one `settled` event naming who and why.
  */
-import { randomUUID } from 'node:crypto';
+
 import { InvalidInputError } from '../errors/index.js';
+import { randomUUID, utf8Length } from '../runtime/index.js';
 import type { Engine } from './call-run.js';
 import type { StoredOutcome } from './outcome.js';
 import type { Settlement, SettlementResult } from './types.js';
@@ -58,10 +59,10 @@ export async function settle(
         message: 'The settled outcome is not JSON. Give plain JSON.',
       });
     }
-    if (Buffer.byteLength(encoded) > engine.maxResultBytes) {
+    if (utf8Length(encoded) > engine.maxResultBytes) {
       throw new InvalidInputError({
         field: 'completed',
-        message: `The settled outcome is ${Buffer.byteLength(encoded)} bytes of JSON; the limit is ${engine.maxResultBytes} (maxResultBytes).`,
+        message: `The settled outcome is ${utf8Length(encoded)} bytes of JSON; the limit is ${engine.maxResultBytes} (maxResultBytes).`,
       });
     }
   }
@@ -124,7 +125,7 @@ export async function settle(
       durationMs: 0,
       argsFingerprint: record.fingerprint,
       argsBytes: 0,
-      ...(released ? {} : { resultBytes: Buffer.byteLength(encoded) }),
+      ...(released ? {} : { resultBytes: utf8Length(encoded) }),
       operator: { by, reason, action },
     });
   } catch {

@@ -4,8 +4,9 @@
  * certainly did not happen), `onStale: 'reexecute'` runs again only where the vendors dedupe by
  * the key, else `OutcomeUnknownError`.
  */
-import { randomUUID } from 'node:crypto';
+
 import { InvalidInputError, OutcomeUnknownError } from '../errors/index.js';
+import { randomUUID, utf8Length } from '../runtime/index.js';
 import type { IdempotencyRecord } from '../store/store.js';
 import type { CallRun } from './call-run.js';
 import { asStored, type StoredOutcome } from './outcome.js';
@@ -114,11 +115,11 @@ export async function settleStale<Args, Result>(
         message: 'reconcile returned a value that is not JSON. Return plain JSON.',
       });
     }
-    if (Buffer.byteLength(encoded) > engine.maxResultBytes) {
+    if (utf8Length(encoded) > engine.maxResultBytes) {
       throw new InvalidInputError({
         key,
         field: 'reconcile',
-        message: `reconcile returned ${Buffer.byteLength(encoded)} bytes of JSON; the limit is ${engine.maxResultBytes} (maxResultBytes). Return a smaller value.`,
+        message: `reconcile returned ${utf8Length(encoded)} bytes of JSON; the limit is ${engine.maxResultBytes} (maxResultBytes). Return a smaller value.`,
       });
     }
   }
@@ -142,6 +143,6 @@ export async function settleStale<Args, Result>(
   );
   engine.waiters.wake(key);
   if (!owned) return 'retry';
-  run.finish('reconciled', undefined, Buffer.byteLength(encoded));
+  run.finish('reconciled', undefined, utf8Length(encoded));
   return { value: asStored(found.value, encoded), replayed: true, key, outcome: 'reconciled' };
 }

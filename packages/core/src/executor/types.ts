@@ -148,7 +148,10 @@ export interface ToolPolicy<Args = unknown, Result = unknown> {
    * `'auto'` decides by what the attempt sent: it keeps the attempt when a mutating request went
    * out through `idempotentFetch` / `idempotencyHeaders` to a vendor not declared to dedupe by
    * the key (`vendorDedupes`), and releases it otherwise: nothing sent, every request deduped by
-   * the vendor, effects in the ledger (`vendorCall`), or effects it cannot see.
+   * the vendor, effects in the ledger (`vendorCall`), or effects it cannot see. Off Node (Workers,
+   * edge runtimes, Deno, Bun), where requests are not seen leaving, `'auto'` keeps every attempt
+   * that threw unless `vendorDedupes`: set `'release'` for a tool whose errors come before its
+   * effect.
    * @default 'auto' ('keep' for `vendorCall`)
    */
   onToolError?: 'auto' | 'release' | 'keep';

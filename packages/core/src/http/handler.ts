@@ -4,7 +4,7 @@
  * key is the call's business key, the request's fingerprint its args, the stored response its
  * outcome. Design: docs/design.md, "Tools served over HTTP".
  */
-import { createHash } from 'node:crypto';
+
 import {
   ConfigurationError,
   DriftError,
@@ -20,6 +20,7 @@ import { unknownOption } from '../errors/option-names.js';
 import { NotAnOutcome } from '../executor/not-an-outcome.js';
 import { createIdempotency, DEFAULTS, type Idempotency, type ToolPolicy } from '../executor.js';
 import { KEY_LIMITS } from '../keys/derive-key.js';
+import { sha256OfBytes } from '../runtime/index.js';
 import type { IdempotencyStore } from '../store/store.js';
 import { parseIdempotencyKey } from './header.js';
 import { type Problem, problemResponse } from './problem.js';
@@ -489,9 +490,7 @@ export function idempotentHandler<R extends Request = Request, Rest extends unkn
         path: url.pathname,
         query: url.search,
         contentType: request.headers.get('content-type'),
-        body: createHash('sha256')
-          .update(body ?? new Uint8Array())
-          .digest('base64url'),
+        body: sha256OfBytes(body ?? new Uint8Array()),
       },
     };
     const fresh = withBody(request, body);

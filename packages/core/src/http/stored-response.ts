@@ -3,6 +3,8 @@
  * as it is replayed.
  */
 
+import { fromBase64, toBase64, utf8Length } from '../runtime/index.js';
+
 /** The stored outcome of one request: JSON, so every store keeps it. */
 export interface StoredResponse {
   /** Format of this record. */
@@ -80,7 +82,7 @@ function replayedHeaders(
     if (NOT_REPLAYED.has(name) || hopByHop.has(name) || name === marker) continue;
     // A header set too large to keep must not make the response unstorable (the effect ran):
     // what fits is kept, the rest left out, and the replay says so.
-    const size = Buffer.byteLength(name) + Buffer.byteLength(value);
+    const size = utf8Length(name) + utf8Length(value);
     if (bytes + size > HEADER_BUDGET) {
       omitted = true;
       continue;
@@ -137,7 +139,7 @@ export async function captureResponse(
     }
   }
   const bytes = concat(chunks, total);
-  stored.body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+  stored.body = toBase64(bytes);
   return { stored, live: new Response(bytes, liveInit) };
 }
 
@@ -165,8 +167,6 @@ export function replayResponse(stored: StoredResponse, replayHeader: string): Re
     headers.set(BODY_OMITTED_HEADER, 'true');
   }
   const body =
-    stored.body === null || NULL_BODY.has(stored.status)
-      ? null
-      : Buffer.from(stored.body, 'base64');
+    stored.body === null || NULL_BODY.has(stored.status) ? null : fromBase64(stored.body);
   return new Response(body, { status: stored.status, statusText: stored.statusText, headers });
 }

@@ -1,6 +1,5 @@
-import { hash } from 'node:crypto';
-import { types } from 'node:util';
 import { InvalidInputError } from '../errors/index.js';
+import { brands, sha256Base64url } from '../runtime/index.js';
 
 /**
  * RFC 8785 (JSON Canonicalization Scheme) canonical JSON text of `value`.
@@ -46,7 +45,7 @@ export function canonicalize(value: unknown): string {
 
 /** SHA-256 of the UTF-8 bytes of `text`, base64url without padding (43 characters). */
 export function sha256(text: string): string {
-  return hash('sha256', text, 'base64url');
+  return sha256Base64url(text);
 }
 
 /** `sha256(canonicalize(value))`: the fingerprint of a JSON value. */
@@ -375,9 +374,9 @@ function serialize(
     if (typeof toJSON === 'function') value = toJSON.call(value, key);
   }
   if (typeof value === 'object' && value !== null) {
-    if (types.isNumberObject(value)) value = Number(value);
-    else if (types.isStringObject(value)) value = String(value);
-    else if (types.isBooleanObject(value)) value = value.valueOf();
+    if (brands.isNumberObject(value)) value = Number(value);
+    else if (brands.isStringObject(value)) value = String(value);
+    else if (brands.isBooleanObject(value)) value = value.valueOf();
   }
   switch (typeof value) {
     case 'string':
@@ -458,27 +457,27 @@ function checkString(text: string, path: Path, what: string): void {
 }
 
 function checkObject(value: object, path: Path, ancestors: object[]): void {
-  if (types.isMap(value)) {
+  if (brands.isMap(value)) {
     fail(
       path,
       'is a Map, which JSON.stringify would turn into {}',
       'pass a plain object instead (Object.fromEntries(map))',
     );
   }
-  if (types.isSet(value)) {
+  if (brands.isSet(value)) {
     fail(
       path,
       'is a Set, which JSON.stringify would turn into {}',
       'pass an array instead ([...set])',
     );
   }
-  if (types.isWeakMap(value) || types.isWeakSet(value)) {
-    const kind = types.isWeakMap(value) ? 'WeakMap' : 'WeakSet';
+  if (brands.isWeakMap(value) || brands.isWeakSet(value)) {
+    const kind = brands.isWeakMap(value) ? 'WeakMap' : 'WeakSet';
     fail(path, `is a ${kind}, which JSON.stringify would turn into {}`, 'pass plain data instead');
   }
-  if (types.isBigIntObject(value))
+  if (brands.isBigIntObject(value))
     fail(path, 'is a BigInt, which is not JSON', 'pass it as a string or number');
-  if (types.isSymbolObject(value))
+  if (brands.isSymbolObject(value))
     fail(path, 'is a symbol, which is not JSON', 'pass a string instead');
   const index = ancestors.indexOf(value);
   if (index !== -1) {

@@ -1,8 +1,9 @@
 // Kept in the emitted .d.ts, which names Node types: a strict project without @types/node of
 // its own still gets them (this package depends on @types/node).
 /// <reference types="node" preserve="true" />
-import { createHmac, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { InvalidInputError } from '../errors/index.js';
+import { hmacSha256, utf8Length } from '../runtime/index.js';
 import { canonicalize, sha256 } from './canonicalize.js';
 
 /** Version prefix of every key. Bumped only with a new key format (golden vectors pin v1). */
@@ -70,29 +71,28 @@ export const MIN_HMAC_KEY_BYTES = 32;
  */
 export function keyHasher(hmacKey: Uint8Array | KeyObject | undefined): (text: string) => string {
   if (hmacKey === undefined) return sha256;
-  let secret: KeyObject | Buffer;
+  let size: number;
   if (hmacKey instanceof Uint8Array) {
-    secret = Buffer.from(hmacKey);
+    size = hmacKey.byteLength;
   } else if (
     hmacKey !== null &&
     typeof hmacKey === 'object' &&
     (hmacKey as KeyObject).type === 'secret'
   ) {
-    secret = hmacKey;
+    size = hmacKey.symmetricKeySize ?? 0;
   } else {
     throw new InvalidInputError({
       field: 'argsHmacKey',
       message: 'argsHmacKey must be a Buffer / Uint8Array (or a secret KeyObject) of random bytes.',
     });
   }
-  const size = Buffer.isBuffer(secret) ? secret.byteLength : (secret.symmetricKeySize ?? 0);
   if (size < MIN_HMAC_KEY_BYTES) {
     throw new InvalidInputError({
       field: 'argsHmacKey',
       message: `argsHmacKey is ${size} bytes; use at least ${MIN_HMAC_KEY_BYTES} random bytes (crypto.randomBytes(32)).`,
     });
   }
-  return (text) => createHmac('sha256', secret).update(text).digest('base64url');
+  return hmacSha256(hmacKey); // a copy: later changes to the caller's buffer change nothing
 }
 
 // C0 and C1 control characters.
@@ -231,7 +231,7 @@ export function deriveKeyAndSize(
   const argsBytes =
     options.measure === false && canonicalArgs.length * 3 <= maxArgsBytes
       ? -1
-      : Buffer.byteLength(canonicalArgs);
+      : utf8Length(canonicalArgs);
   if (argsBytes > maxArgsBytes) {
     throw new InvalidInputError({
       field: 'args',
@@ -244,7 +244,7 @@ export function deriveKeyAndSize(
   let parts: string;
   if (hasBusinessKey) {
     const business = canonicalizeBusinessKey(input.businessKey);
-    if (business === '""' || Buffer.byteLength(business) > KEY_LIMITS.businessKey) {
+    if (business === '""' || utf8Length(business) > KEY_LIMITS.businessKey) {
       throw new InvalidInputError({
         field: 'businessKey',
         message: `businessKey must be non-empty JSON of at most ${KEY_LIMITS.businessKey} bytes. Use a stable identifier such as an email or an external id.`,

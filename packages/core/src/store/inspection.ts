@@ -1,4 +1,5 @@
 import { InvalidInputError } from '../errors/index.js';
+import { fromBase64, fromUtf8, toBase64, utf8, utf8Length } from '../runtime/index.js';
 import type {
   IdempotencyRecord,
   InspectionState,
@@ -108,7 +109,7 @@ export function toListedRecord(record: IdempotencyRecord, now: number): ListedRe
   const { outcome, ...rest } = record;
   const listed: ListedRecord = { ...rest, inspectionState: inspectionStateOf(record, now) };
   if (record.meta !== undefined) listed.meta = { ...record.meta };
-  if (outcome !== undefined) listed.outcomeBytes = Buffer.byteLength(outcome);
+  if (outcome !== undefined) listed.outcomeBytes = utf8Length(outcome);
   return listed;
 }
 
@@ -128,7 +129,7 @@ export function countRecord(stats: StoreStats, state: InspectionState): void {
 
 /** An opaque cursor: base64url JSON of `value`. */
 export function encodeCursor(value: unknown): string {
-  return Buffer.from(JSON.stringify(value)).toString('base64url');
+  return toBase64(utf8(JSON.stringify(value)), true);
 }
 
 /**
@@ -138,7 +139,7 @@ export function encodeCursor(value: unknown): string {
 export function decodeCursor<T>(cursor: string, check: (value: unknown) => T | undefined): T {
   let value: T | undefined;
   try {
-    value = check(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+    value = check(JSON.parse(fromUtf8(fromBase64(cursor))));
   } catch {
     value = undefined;
   }

@@ -6,11 +6,13 @@
  * re-run. A request counts once it may have left: undici's headers were written to a socket; a
  * `node:http` request got a connected socket (a refused connection sent nothing). Safe methods
  * (GET, HEAD, OPTIONS, TRACE) never count. Where the channels do not exist (a runtime without
- * `node:diagnostics_channel`), only the vendor helpers are seen.
+ * Node's channels: Deno, Bun, Workers, edge runtimes), only the vendor helpers are seen, and
+ * `onToolError: 'auto'` keeps every attempt that threw (`executor/run-tool.ts`).
  */
 
 import { noteEffect, runningContext } from '../executor/context.js';
 import type { ExecutionContext } from '../executor/types.js';
+import { builtinModule, isNode } from '../runtime/index.js';
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
 
@@ -34,9 +36,9 @@ let watching = false;
 export function watchRequests(): void {
   if (watching) return;
   watching = true;
-  const getBuiltin = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } })
-    .process?.getBuiltinModule;
-  const channels = getBuiltin?.('node:diagnostics_channel') as Channels | undefined;
+  // Only Node's `fetch` (undici) and `node:http` report on these channels (Deno, Bun and Workers
+  // have the module, but their requests never appear in it).
+  const channels = isNode ? builtinModule<Channels>('node:diagnostics_channel') : undefined;
   if (channels === undefined) return;
   const unsafe = (method: unknown) => typeof method === 'string' && !SAFE.has(method.toUpperCase());
 

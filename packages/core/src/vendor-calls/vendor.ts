@@ -2,6 +2,7 @@
  * Outbound `Idempotency-Key` (design section 8 (docs/design.md)): the key of the running tool call, sent on to the
  * vendors the tool calls, so that a re-execution (or an SDK retry) is deduped at the vendor too.
  */
+
 import { InvalidInputError } from '../errors/index.js';
 import {
   assertOwned,
@@ -12,6 +13,7 @@ import {
 import type { ExecutionContext } from '../executor/types.js';
 import { serializeSfString } from '../http/header.js';
 import { sha256 } from '../keys/canonicalize.js';
+import { toBase64 } from '../runtime/index.js';
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -71,9 +73,9 @@ type BodyInit = NonNullable<RequestInit['body']>;
 function bodyText(body: BodyInit | null | undefined): string | undefined {
   if (body == null) return '';
   if (typeof body === 'string' || body instanceof URLSearchParams) return body.toString();
-  if (body instanceof ArrayBuffer) return Buffer.from(body).toString('base64');
+  if (body instanceof ArrayBuffer) return toBase64(new Uint8Array(body));
   if (ArrayBuffer.isView(body)) {
-    return Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('base64');
+    return toBase64(new Uint8Array(body.buffer, body.byteOffset, body.byteLength));
   }
   return undefined; // streams, FormData, Blob: not read
 }
