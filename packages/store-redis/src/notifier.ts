@@ -24,10 +24,19 @@ export interface NotifierOptions {
  * the record once its subscription is live (a change between the caller's claim and the
  * subscription would otherwise be missed), never sleeps longer than `maxWaitMs`, and is woken when
  * the subscriber's connection drops or comes back (messages sent meanwhile are lost).
+ *
+ * A channel's subscribe and unsubscribe are sent one after the other, each once the one before
+ * it was answered. Clients keep their own idea of what is subscribed, and node-redis's goes
+ * wrong when they overlap: a waiter that gave up while its `SSUBSCRIBE` was on the way sends
+ * `SUNSUBSCRIBE`, the next waiter's subscribe finds the first one's listener (answered
+ * meanwhile) and sends nothing, then the `SUNSUBSCRIBE` lands: the server has no subscription
+ * and every message is lost until the waiter's timer (under load, every waiter of a storm).
  */
 export class Notifier {
   readonly #options: NotifierOptions;
   readonly #entries = new Map<string, Entry>();
+  /** The last subscribe or unsubscribe sent per channel, settled or not. */
+  readonly #sent = new Map<string, Promise<unknown>>();
   #subscriber: PubSub | undefined;
   #closed = false;
 
@@ -85,7 +94,7 @@ export class Notifier {
     const existing = this.#entries.get(channel);
     if (existing !== undefined) return existing;
     const subscriber = this.#connect();
-    const command = subscriber.subscribe(channel);
+    const command = this.#inTurn(channel, () => subscriber.subscribe(channel));
     const entry: Entry = {
       channel,
       waiters: new Set(),
@@ -105,9 +114,24 @@ export class Notifier {
   #unsubscribe(channel: string): void {
     const subscriber = this.#subscriber;
     if (subscriber === undefined) return;
-    subscriber.unsubscribe(channel).catch(() => {
+    this.#inTurn(channel, () => subscriber.unsubscribe(channel)).catch(() => {
       // Gone with the connection; a resubscription after a reconnect only costs a spare message.
     });
+  }
+
+  /** Send `command` for `channel` once the one sent before it for the channel was answered. */
+  #inTurn(channel: string, command: () => Promise<unknown>): Promise<unknown> {
+    const before = this.#sent.get(channel);
+    const sent = before === undefined ? command() : before.then(command, command);
+    const settled = sent.then(
+      () => {},
+      () => {},
+    );
+    this.#sent.set(channel, settled);
+    settled.then(() => {
+      if (this.#sent.get(channel) === settled) this.#sent.delete(channel);
+    });
+    return sent;
   }
 
   #connect(): PubSub {
