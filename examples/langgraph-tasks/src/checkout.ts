@@ -3,8 +3,7 @@
  * an idempotent task, then shipping (down at the first try). Each order is a thread.
  */
 
-import type { IdempotencyStore } from '@idempotent-tools/langchain';
-import { idempotentTask } from '@idempotent-tools/langchain/langgraph';
+import { type IdempotencyStore, idempotentTask } from '@idempotent-tools/langgraph';
 import { Command, entrypoint, interrupt, MemorySaver } from '@langchain/langgraph';
 
 export interface Order {

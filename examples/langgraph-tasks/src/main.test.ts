@@ -1,4 +1,4 @@
-import { createMemoryStore } from '@idempotent-tools/langchain';
+import { createMemoryStore } from '@idempotent-tools/langgraph';
 import { expect, test } from 'vitest';
 import { checkEffects, runDemo } from './checkout.js';
 

@@ -1,6 +1,5 @@
 /** A call's turn: `configurable`, or the graph state's messages read as the kit's runs. */
 import * as kit from '@idempotent-tools/core/adapter-kit';
-import type { RunnableConfig } from '@langchain/core/runnables';
 import type { CallContext } from './types.js';
 
 type MessageLike = Partial<Record<'type' | 'role' | 'content' | 'name' | 'status', unknown>> & {
@@ -81,18 +80,6 @@ export function deriveTurnId(input: {
   );
 }
 
-/** A `configurable` id (`thread_id`, `turn_id`): a non-empty string or a number. */
-const idOf = (value: unknown) =>
-  (typeof value === 'string' && value !== '') || typeof value === 'number'
-    ? String(value)
-    : undefined;
-
-/** The turn (`configurable.turn_id`) and conversation (`thread_id`) of a call's config. */
-export const configured = {
-  turn: ({ config }: { config: RunnableConfig }) => idOf(config.configurable?.turn_id),
-  conversation: ({ config }: { config: RunnableConfig }) => idOf(config.configurable?.thread_id),
-};
-
 /**
  * Where a call's turn comes from: `configurable.turn_id`, else `thread_id` + the state's
  * messages. `endsRun`: the run is a `createAgent`'s whose tools the adapter knows (the
@@ -101,7 +88,8 @@ export const configured = {
 export const turnSourcesOf = (
   endsRun?: (name: string) => boolean | undefined,
 ): kit.TurnSources<CallContext> => ({
-  ...configured,
+  turn: ({ config }) => kit.idOf(config.configurable?.turn_id),
+  conversation: ({ config }) => kit.idOf(config.configurable?.thread_id),
   transcript: ({ state }) =>
     Array.isArray(state?.messages) ? kit.readRuns(state.messages, reader(endsRun)) : undefined,
   howTo:

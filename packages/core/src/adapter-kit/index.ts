@@ -145,6 +145,7 @@ export {
 } from './transcripts.js';
 export {
   deriveTurnId,
+  idOf,
   type PerCall,
   type ResolvedTurn,
   type TranscriptEntry,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { ConfigurationError } from '../errors/index.js';
-import { createTurnResolver, deriveTurnId, type TranscriptEntry } from './turn-identity.js';
+import { createTurnResolver, deriveTurnId, idOf, type TranscriptEntry } from './turn-identity.js';
 
 const user = (content: unknown): TranscriptEntry => ({ role: 'user', content });
 const answer: TranscriptEntry = { role: 'answer' };
@@ -135,5 +135,19 @@ describe('deriveTurnId: what answers a turn', () => {
     expect(
       deriveTurnId('chat', [user('Pay.'), partial, user('Pay.'), answer, user('Thanks.')]),
     ).toMatch(/^tc_/);
+  });
+});
+
+describe('idOf', () => {
+  test('a non-empty string as it is, a number as its string', () => {
+    expect(idOf('chat-1')).toBe('chat-1');
+    expect(idOf(42)).toBe('42');
+    expect(idOf(0)).toBe('0');
+  });
+
+  test('anything else is no id', () => {
+    for (const value of ['', undefined, null, true, {}, ['chat-1']]) {
+      expect(idOf(value)).toBeUndefined();
+    }
   });
 });

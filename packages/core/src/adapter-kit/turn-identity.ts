@@ -88,6 +88,15 @@ export interface TurnSources<Info> {
   howTo: string;
 }
 
+/**
+ * An id as a framework's config carries it (a LangGraph `thread_id`, a `turn_id` the app put on a
+ * call): a non-empty string, or a number (as its string); undefined for anything else.
+ */
+export const idOf = (value: unknown): string | undefined =>
+  (typeof value === 'string' && value !== '') || typeof value === 'number'
+    ? String(value)
+    : undefined;
+
 /** Version of the derived turn format; part of every derived turn id. */
 const DERIVED_PREFIX = 'tc_';
 

@@ -2,7 +2,7 @@ import { appendFileSync } from 'node:fs';
 import type { Idempotency } from '@idempotent-tools/core';
 import { countEffects } from '@idempotent-tools/testing';
 import { type BaseCheckpointSaver, entrypoint } from '@langchain/langgraph';
-import { idempotentTask } from '../langgraph.js';
+import { idempotentTask } from '../index.js';
 
 /** One run of the chat workflow: what the user said, and how the run ends. */
 export interface ChatInput {

@@ -15,7 +15,7 @@ import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import { countEffects } from '@idempotent-tools/testing';
 import { Command } from '@langchain/langgraph';
 import { afterAll, describe, expect, test } from 'vitest';
-import type { ApprovalRequest } from './langgraph.js';
+import type { ApprovalRequest } from './index.js';
 import { approvalCheckout } from './test-utils/approval-checkout.js';
 import { openSqliteSaver } from './test-utils/node-sqlite-saver.js';
 

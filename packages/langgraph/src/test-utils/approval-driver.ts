@@ -16,7 +16,7 @@ import {
   MemorySaver,
   StateGraph,
 } from '@langchain/langgraph';
-import { type ApprovalRequest, approvalTask, isApprovalRequest } from '../langgraph.js';
+import { type ApprovalRequest, approvalTask, isApprovalRequest } from '../index.js';
 import { openSqliteSaver } from './node-sqlite-saver.js';
 
 const State = Annotation.Root({

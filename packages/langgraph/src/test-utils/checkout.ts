@@ -1,7 +1,7 @@
 import { appendFileSync } from 'node:fs';
 import { countEffects } from '@idempotent-tools/testing';
 import { type BaseCheckpointSaver, entrypoint, interrupt } from '@langchain/langgraph';
-import { type IdempotentTaskOptions, idempotentTask } from '../langgraph.js';
+import { type IdempotentTaskOptions, idempotentTask } from '../index.js';
 
 export interface Order {
   id: string;

@@ -1,9 +1,9 @@
 /**
- * `@idempotent-tools/langchain/langgraph`: tasks of LangGraph's functional API whose side effect
- * runs once per thread, place in the run and arguments, across resumes after an interrupt,
- * whole-graph retries, subgraphs and a crashed process resumed from a persistent checkpointer
- * (LangGraph re-runs a task whose result it did not keep: each re-run is a lookup first); and
- * tasks that ask a person first (`approvalTask`: an interrupt, the resume value the decision).
+ * Tasks of LangGraph's functional API whose side effect runs once per thread, place in the run
+ * and arguments, across resumes after an interrupt, whole-graph retries, subgraphs and a crashed
+ * process resumed from a persistent checkpointer (LangGraph re-runs a task whose result it did not
+ * keep: each re-run is a lookup first); and tasks that ask a person first (`approvalTask`: an
+ * interrupt, the resume value the decision).
  */
 import { canonicalize, type ExecutorOptions } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
@@ -16,14 +16,6 @@ import {
   type TaskOptions,
   task,
 } from '@langchain/langgraph';
-import { configured } from './identity.js';
-
-export { type Approval, ApprovalRejectedError, createApprovals } from '@idempotent-tools/core';
-export {
-  type ApprovalDecision,
-  type ApprovalRequest,
-  isApprovalRequest,
-} from '@idempotent-tools/core/adapter-kit';
 
 /** What a `turnId`, `conversationId` or `scope` function is given about one task call. */
 export interface TaskCall {
@@ -98,7 +90,8 @@ function taskSpec(caller: string, name: string) {
   const spec = {
     caller,
     name,
-    ...configured,
+    turn: ({ config }: TaskCall) => kit.idOf(config.configurable?.turn_id),
+    conversation: ({ config }: TaskCall) => kit.idOf(config.configurable?.thread_id),
     howTo:
       'the thread id (graph.invoke(input, { configurable: { thread_id } })) or the conversationId option',
     runs: {

@@ -28,7 +28,7 @@ import {
   task,
 } from '@langchain/langgraph';
 import { afterAll, beforeEach, describe, expect, test } from 'vitest';
-import { idempotentTask } from './langgraph.js';
+import { idempotentTask } from './index.js';
 import { openSqliteSaver } from './test-utils/node-sqlite-saver.js';
 import { createTaskDriver } from './test-utils/task-driver.js';
 

@@ -22,7 +22,7 @@ import {
   approvalTask,
   idempotentTask,
   isApprovalRequest,
-} from './langgraph.js';
+} from './index.js';
 import { createApprovalDriver } from './test-utils/approval-driver.js';
 
 for (const saver of ['memory', 'sqlite'] as const) {

@@ -2,7 +2,7 @@ import { appendFileSync } from 'node:fs';
 import type { Idempotency } from '@idempotent-tools/core';
 import { countEffects } from '@idempotent-tools/testing';
 import { type BaseCheckpointSaver, entrypoint } from '@langchain/langgraph';
-import { approvalTask, idempotentTask } from '../langgraph.js';
+import { approvalTask, idempotentTask } from '../index.js';
 
 export interface Order {
   id: string;
