@@ -7,9 +7,9 @@
  * very same words gets a ticket of their own, not the first user's replayed.
  *
  * Part 1: Chat Completions with `createToolDispatcher` (Ann, then Bob with the same words).
- * Part 2: the Agents SDK with `wrapAgentTools` (Cy). Offline by default; the real API when
- * OPENAI_API_KEY is set (then the lost answer is simulated by the app, since a real network
- * cannot be made to fail on cue).
+ * Part 2: the Agents SDK with `wrapAgentTools` of `@idempotent-tools/openai-agents` (Cy).
+ * Offline by default; the real API when OPENAI_API_KEY is set (then the lost answer is simulated
+ * by the app, since a real network cannot be made to fail on cue).
  * Part 3 (offline only): deliberate repeats. `send_reminder` is `repeatable`: the model's retry
  * of a call is replayed, `repeat: 2` sends a second reminder on purpose, its retry is replayed.
  */
@@ -22,7 +22,7 @@ import {
   type Idempotency,
   type ToolDispatcher,
 } from '@idempotent-tools/openai';
-import { wrapAgentTools } from '@idempotent-tools/openai/agents';
+import { wrapAgentTools } from '@idempotent-tools/openai-agents';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
 import {
   type ModelTurn,

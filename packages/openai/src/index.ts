@@ -1,6 +1,6 @@
-// The Agents SDK wrappers are on their own entry, `@idempotent-tools/openai/agents` (their types
-// name `@openai/agents`, an optional peer). From core: the executor, the types of the signatures,
-// the errors a wrapper throws, the vendor-call helpers (`idempotency.vendorCall` is the executor's).
+// The dispatcher, and from core: the executor, the types of the signatures, the errors a wrapper
+// throws, the vendor-call helpers (`idempotency.vendorCall` is the executor's). The Agents SDK's
+// wrappers are `@idempotent-tools/openai-agents`.
 export {
   ConfigurationError,
   createIdempotency,

@@ -1,6 +1,8 @@
 /**
  * Which user turn an OpenAI request belongs to: from the whole conversation, the new items after
  * a `previous_response_id` / `conversation`, or the calls its tool outputs answer (a later step).
+ * `@idempotent-tools/openai-agents` holds the same Responses reader for the Agents SDK's items (so
+ * that neither adapter depends on the other): change both.
  */
 import type { Idempotency } from '@idempotent-tools/core';
 import type { MessageSource, RequestTurn } from '@idempotent-tools/core/adapter-kit';

@@ -3,13 +3,10 @@
  * stored) or after the outcome is stored (before replying). Driven by crash.test.ts.
  */
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { Agent, run, setTracingDisabled, tool } from '@openai/agents';
-import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
-import { wrapAgentTools } from '../agents.js';
 import { createIdempotency, createToolDispatcher } from '../index.js';
 import { CRASH_PROMPT, chatTurn, client, ticketArgs, ticketSystem } from './app.js';
 
-const { CRASH_API, CRASH_MODE, CRASH_DB, CRASH_EFFECTS, CRASH_BASE_URL } = process.env;
+const { CRASH_MODE, CRASH_DB, CRASH_EFFECTS, CRASH_BASE_URL } = process.env;
 const die = () => process.kill(process.pid, 'SIGKILL');
 const idempotency = createIdempotency({
   store: openSqliteStore(CRASH_DB as string),
@@ -26,29 +23,8 @@ const execute = (args: { title: string; priority: 'low' | 'normal' | 'high' }) =
   return result;
 };
 
-if (CRASH_API === 'chat') {
-  const tools = createToolDispatcher(idempotency, {
-    create_ticket: { schema: ticketArgs, execute },
-  });
-  await chatTurn(client(CRASH_BASE_URL as string), tools, [
-    { role: 'user', content: CRASH_PROMPT },
-  ]);
-} else {
-  setTracingDisabled(true);
-  const model = new ScriptedModel([
-    [functionCall('create_ticket', { title: CRASH_PROMPT }, { callId: 'c1' })],
-    [assistantMessage('done')],
-  ]);
-  const ticket = tool({
-    name: 'create_ticket',
-    description: 'Open a ticket.',
-    parameters: ticketArgs,
-    execute,
-  });
-  await run(
-    wrapAgentTools(idempotency, new Agent({ name: 'a', tools: [ticket], model })),
-    CRASH_PROMPT,
-    { context: { conversationId: 'chat-1' } },
-  );
-}
+const tools = createToolDispatcher(idempotency, {
+  create_ticket: { schema: ticketArgs, execute },
+});
+await chatTurn(client(CRASH_BASE_URL as string), tools, [{ role: 'user', content: CRASH_PROMPT }]);
 console.log('the process was not killed');

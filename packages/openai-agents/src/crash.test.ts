@@ -1,0 +1,91 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openSqliteStore } from '@idempotent-tools/store-sqlite';
+import { countEffects } from '@idempotent-tools/testing';
+import { Agent, run, setTracingDisabled, tool } from '@openai/agents';
+import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
+import { afterAll, describe, expect, test } from 'vitest';
+import { wrapAgentTools } from './agents.js';
+import { createIdempotency } from './index.js';
+import { CRASH_PROMPT, ticketArgs, ticketSystem } from './test-utils/app.js';
+
+const child = fileURLToPath(new URL('./test-utils/crash-child.ts', import.meta.url));
+const packageDir = fileURLToPath(new URL('..', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'openai-agents-adapter-crash-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+setTracingDisabled(true);
+
+type Mode = 'after-effect' | 'after-persist';
+
+function runChild(
+  env: Record<string, string>,
+): Promise<{ signal: NodeJS.Signals | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', child], {
+      cwd: packageDir,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    proc.stdout.on('data', (d) => (out += d));
+    proc.stderr.on('data', (d) => (out += d));
+    proc.on('error', reject);
+    proc.on('close', (_code, signal) => resolve({ signal, out }));
+  });
+}
+
+function files(name: string) {
+  return { db: join(dir, `${name}.db`), effects: join(dir, `${name}.effects`) };
+}
+
+/** What the resumed run's tool output must be. */
+function expectResumed(output: unknown, mode: Mode): void {
+  if (mode === 'after-persist') {
+    expect(output).toMatchObject({ ticket: 'T-1', title: CRASH_PROMPT, replayed: true });
+  } else {
+    expect(output).toMatchObject({ error: 'outcome_unknown', next: 'check-first' });
+  }
+}
+
+describe('a process killed mid-turn (SQLite store), then the turn resumed in another process', () => {
+  for (const mode of ['after-effect', 'after-persist'] as const) {
+    test(`@openai/agents, killed ${mode}: never a second side effect`, async () => {
+      const { db, effects } = files(`agents-${mode}`);
+      const killed = await runChild({
+        CRASH_MODE: mode,
+        CRASH_DB: db,
+        CRASH_EFFECTS: effects,
+      });
+      expect(killed.signal, killed.out).toBe('SIGKILL');
+      expect(countEffects(effects)).toBe(1);
+
+      const store = openSqliteStore(db);
+      const model = new ScriptedModel([
+        [functionCall('create_ticket', { title: CRASH_PROMPT }, { callId: 'resumed' })],
+        [assistantMessage('done')],
+      ]);
+      const ticket = tool({
+        name: 'create_ticket',
+        description: 'Open a ticket.',
+        parameters: ticketArgs,
+        execute: ticketSystem(effects).create,
+      });
+      const agent = wrapAgentTools(
+        createIdempotency({ store }),
+        new Agent({ name: 'a', tools: [ticket], model }),
+      );
+      await run(agent, CRASH_PROMPT, { context: { conversationId: 'chat-1' } });
+      store.close();
+      const sent = model.calls[1]?.request.input as Array<{
+        type: string;
+        output?: { text: string };
+      }>;
+      const result = sent.find((i) => i.type === 'function_call_result');
+      expectResumed(JSON.parse(result?.output?.text as string), mode);
+      expect(countEffects(effects)).toBe(1);
+    });
+  }
+});
