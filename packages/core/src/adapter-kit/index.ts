@@ -106,6 +106,7 @@ export {
   type RequestTurns,
   type TurnAnchor,
 } from './request-turns.js';
+export { responsesItemSource, responsesTurn } from './responses-items.js';
 export {
   boxedOutputs,
   markToolResult,

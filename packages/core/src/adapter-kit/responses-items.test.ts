@@ -3,10 +3,11 @@
  * placed on purpose: a type the package adds fails the typecheck here until it is placed (and
  * `itemSource`'s rules checked for it).
  */
-import type { MessageSource } from '@idempotent-tools/core/adapter-kit';
+
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { expect, test } from 'vitest';
-import { itemSource } from './turns.js';
+import { responsesItemSource as itemSource } from './responses-items.js';
+import type { MessageSource } from './transcripts.js';
 
 /** Item types of the Agents SDK's own protocol that the Responses API does not have. */
 type AgentsItemType =
