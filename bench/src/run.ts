@@ -5,6 +5,7 @@ import { runPlot } from './plot.ts';
 import { runScaleBench } from './scale.ts';
 import { runStoresBench } from './stores.ts';
 import { runStormBench } from './storm.ts';
+import { runUpstashBench } from './upstash.ts';
 
 /** The benches by name: `node src/run.ts [name...]` runs the named ones, no name runs all. */
 const benches: Record<string, () => unknown> = {
@@ -15,6 +16,7 @@ const benches: Record<string, () => unknown> = {
   scale: runScaleBench,
   plot: runPlot,
   'local-cache': runLocalCacheBench,
+  upstash: runUpstashBench,
 };
 
 const names = process.argv.slice(2);

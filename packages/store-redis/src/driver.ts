@@ -4,7 +4,8 @@
  * and subscriptions the way its client family wants them:
  * - `ioredis` and its fork `iovalkey` (single node and Cluster): `driver-ioredis.ts`;
  * - node-redis (`redis` / `@redis/client` 5 and 6: `createClient`, `createCluster`):
- *   `driver-node-redis.ts`.
+ *   `driver-node-redis.ts`;
+ * - Upstash's REST client (`@upstash/redis`), over HTTPS: `driver-upstash.ts`.
  * The client types here are structural (no import of any client), so the published types need
  * none of them installed.
  */
@@ -31,8 +32,18 @@ export interface NodeRedisLikeClient {
   readonly isReady: boolean;
 }
 
-/** A client the store takes: ioredis, iovalkey, or node-redis; single node or cluster. */
-export type RedisClient = IoRedisLikeClient | NodeRedisLikeClient;
+/** An `@upstash/redis` client (`new Redis({ url, token })`, `Redis.fromEnv()`). Structural. */
+export interface UpstashLikeClient {
+  evalsha(sha: string, keys: string[], args: unknown[]): Promise<unknown>;
+  eval(script: string, keys: string[], args: unknown[]): Promise<unknown>;
+  pipeline(): unknown;
+}
+
+/**
+ * A client the store takes: ioredis, iovalkey, or node-redis (single node or cluster), or
+ * Upstash's REST client `@upstash/redis` (`driver-upstash.ts`).
+ */
+export type RedisClient = IoRedisLikeClient | NodeRedisLikeClient | UpstashLikeClient;
 
 /** One node to `SCAN` (a single node, or a master of a cluster). */
 export interface ScanNode {
@@ -56,7 +67,7 @@ export interface PubSub {
 }
 
 export interface Driver {
-  readonly family: 'ioredis' | 'node-redis';
+  readonly family: 'ioredis' | 'node-redis' | 'upstash';
   readonly isCluster: boolean;
   /** The client's own key prefix (ioredis `keyPrefix`; node-redis has none). */
   readonly keyPrefix: string;
@@ -95,8 +106,10 @@ export interface Driver {
 }
 
 /** A client's replies as plain values (Buffers as UTF-8 strings, bigints as numbers). */
+const utf8 = new TextDecoder();
+
 export function plain(reply: unknown): unknown {
-  if (Buffer.isBuffer(reply)) return reply.toString('utf8');
+  if (reply instanceof Uint8Array) return utf8.decode(reply); // a Buffer is one
   if (typeof reply === 'bigint') return Number(reply);
   if (Array.isArray(reply)) return reply.map(plain);
   return reply;
@@ -104,7 +117,8 @@ export function plain(reply: unknown): unknown {
 
 /** True for the `NOSCRIPT` reply of `EVALSHA`. */
 export function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+  // `@upstash/redis` puts "Command failed: " before the server's reply.
+  return error instanceof Error && /^(Command failed: )?NOSCRIPT/.test(error.message);
 }
 
 /** A `SCAN MATCH` pattern for keys starting with `prefix`. */

@@ -21,4 +21,5 @@ export {
   type RedisClient,
   RedisStore,
   type RedisStoreOptions,
+  type UpstashLikeClient,
 } from './redis-store.js';

@@ -34,7 +34,12 @@ import { Notifier } from './notifier.js';
 import { SCRIPTS, type Script } from './scripts.js';
 import { toDriver } from './to-driver.js';
 
-export type { IoRedisLikeClient, NodeRedisLikeClient, RedisClient } from './driver.js';
+export type {
+  IoRedisLikeClient,
+  NodeRedisLikeClient,
+  RedisClient,
+  UpstashLikeClient,
+} from './driver.js';
 
 export interface RedisStoreOptions {
   /**
@@ -53,8 +58,8 @@ export interface RedisStoreOptions {
    * - `'classic'`: `PUBLISH`/`SUBSCRIBE`, for Redis 5 and 6 (on a Cluster every message is
    *   broadcast to every node).
    * - `'off'`: no pub/sub; waiting callers poll (2 ms doubling to 100 ms) and
-   *   `capabilities.notifiesChanges` is false.
-   * @default 'sharded'
+   *   `capabilities.notifiesChanges` is false. The only choice for `@upstash/redis` (REST).
+   * @default 'sharded' ('off' for `@upstash/redis`)
    */
   notifications?: 'sharded' | 'classic' | 'off';
   /**
@@ -239,7 +244,13 @@ export class RedisStore implements IdempotencyStore {
         message: `subscriber must be a client of the same family as redis (${driver.family}): a dedicated connection, e.g. redis.duplicate().`,
       });
     }
-    const { prefix = 'idem:', notifications = 'sharded', maxWaitMs = 1000 } = options;
+    // Over REST (Upstash) there is no connection to subscribe on: waiters poll.
+    const rest = driver.family === 'upstash';
+    const {
+      prefix = 'idem:',
+      notifications = rest ? 'off' : 'sharded',
+      maxWaitMs = 1000,
+    } = options;
     this.#timeoutMs = checkStoreTimeout('createRedisStore', options.timeoutMs);
     if (typeof prefix !== 'string' || !PREFIX.test(prefix)) {
       throw new InvalidInputError({
@@ -249,6 +260,13 @@ export class RedisStore implements IdempotencyStore {
     }
     checkOneOf('notifications', notifications, ['sharded', 'classic', 'off']);
     checkWholeNumber('maxWaitMs', maxWaitMs, 1);
+    if (rest && (notifications !== 'off' || options.subscriber !== undefined)) {
+      throw new InvalidInputError({
+        field: notifications !== 'off' ? 'notifications' : 'subscriber',
+        message:
+          "@upstash/redis sends each command as one HTTPS request and keeps no connection to subscribe on: leave notifications out (or pass 'off': waiters poll, 2 ms doubling to 100 ms) and pass no subscriber.",
+      });
+    }
     if (notifications === 'sharded' && !driver.shardedPubSub) {
       throw new InvalidInputError({
         field: 'notifications',
@@ -501,7 +519,7 @@ export class RedisStore implements IdempotencyStore {
       const listed: ListedRecord = { ...record, inspectionState: inspectionStateOf(record, now) };
       if (record.state !== 'in_progress') {
         const header = (head as string).slice(0, (head as string).indexOf('\n') + 1);
-        listed.outcomeBytes = bytes - Buffer.byteLength(header);
+        listed.outcomeBytes = bytes - new TextEncoder().encode(header).length;
       }
       return [raw, listed];
     });

@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { sha1 } from '@noble/hashes/legacy.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 
 /**
  * The Lua scripts of the Redis store: one per operation, each one atomic on the server.
@@ -175,7 +176,9 @@ export interface Script {
 
 const script = (lua: string): Script => ({
   lua,
-  sha: createHash('sha1').update(lua).digest('hex'),
+  // EVALSHA's name of the script (SHA-1 is Redis's choice, not a security one); portable, so the
+  // store loads on every runtime (an HTTP driver runs on Workers and edge runtimes).
+  sha: bytesToHex(sha1(utf8ToBytes(lua))),
 });
 
 export const SCRIPTS = {

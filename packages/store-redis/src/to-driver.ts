@@ -1,8 +1,14 @@
 /** Which driver a client the store is given takes (ioredis / iovalkey, or node-redis). */
 import { InvalidInputError } from '@idempotent-tools/core';
-import type { Driver, IoRedisLikeClient, NodeRedisLikeClient } from './driver.js';
+import type {
+  Driver,
+  IoRedisLikeClient,
+  NodeRedisLikeClient,
+  UpstashLikeClient,
+} from './driver.js';
 import { ioredisDriver } from './driver-ioredis.js';
 import { nodeRedisDriver } from './driver-node-redis.js';
+import { isUpstashClient, upstashDriver } from './driver-upstash.js';
 
 /** The driver for a client, or a typed error that says which clients the store takes. */
 export function toDriver(client: unknown, field = 'redis'): Driver {
@@ -16,9 +22,10 @@ export function toDriver(client: unknown, field = 'redis'): Driver {
     if (typeof c.sendCommand === 'function' && 'isOpen' in c && typeof c.duplicate === 'function') {
       return nodeRedisDriver(client as NodeRedisLikeClient);
     }
+    if (isUpstashClient(c)) return upstashDriver(client as UpstashLikeClient);
   }
   throw new InvalidInputError({
     field,
-    message: `createRedisStore needs a Redis client: ioredis or iovalkey (createRedisStore(new Redis(url))), or node-redis (createRedisStore(await createClient({ url }).connect()), or a connected createCluster(...)); got ${client === null ? 'null' : typeof client}.`,
+    message: `createRedisStore needs a Redis client: ioredis or iovalkey (createRedisStore(new Redis(url))), or node-redis (createRedisStore(await createClient({ url }).connect()), or a connected createCluster(...)), or Upstash's REST client (createRedisStore(new Redis({ url, token })) from @upstash/redis); got ${client === null ? 'null' : typeof client}.`,
   });
 }
