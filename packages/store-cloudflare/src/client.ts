@@ -217,7 +217,11 @@ export class DurableObjectStore implements IdempotencyStore {
    */
   waitForChange(key: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (this.#closed || signal?.aborted) return Promise.resolve();
-    checkKey(key);
+    try {
+      checkKey(key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const shard = shardOf(key, this.shards);
     const waitId = crypto.randomUUID();
     return new Promise((resolve) => {

@@ -3,7 +3,7 @@
  * Vite plugin resolve): the Durable Object class, which needs `cloudflare:workers`, and the
  * client. Elsewhere `./elsewhere.ts` is loaded instead.
  */
-import { waitUntil } from 'cloudflare:workers';
+import * as workers from 'cloudflare:workers';
 import { createStore, type DurableObjectStore, type DurableObjectStoreOptions } from './client.js';
 import type { IdempotencyObject } from './object.js';
 
@@ -38,5 +38,9 @@ export function createDurableObjectStore(
   namespace: DurableObjectNamespace<IdempotencyObject>,
   options?: DurableObjectStoreOptions,
 ): DurableObjectStore {
-  return createStore(namespace, options, { waitUntil });
+  return createStore(namespace, options, waitUntil === undefined ? {} : { waitUntil });
 }
+
+// Read from the namespace, not imported by name: a workerd older than its `waitUntil` export
+// (2025) would refuse to load a module that names it.
+const waitUntil = (workers as { waitUntil?: (promise: Promise<unknown>) => void }).waitUntil;
