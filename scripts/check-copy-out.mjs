@@ -18,7 +18,8 @@
  *    commands of the first sh block of its "Install" section as written (our packages as their
  *    tarballs, the rest from the registry). Every entry point imports (the CLI's bin runs),
  *    `npm ls` finds nothing missing, and every ```ts block of the README that starts with
- *    `import` (a complete file; the others are excerpts) compiles as pasted, no prelude, with
+ *    `import` (after any `/// <reference>` lines: a complete file; the others are excerpts)
+ *    compiles as pasted, no prelude, with
  *    `tsc --init` defaults plus `skipLibCheck: false`, under TypeScript 5.9 and TypeScript 7,
  *    importing only what the Install section installed.
  *
@@ -414,8 +415,9 @@ const packageOf = (/** @type {string} */ word) => {
 };
 
 /**
- * A README's ```ts blocks, in order. One that starts with `import` is a complete file (it must
- * compile as pasted); the others are excerpts of the code above them, not checked.
+ * A README's ```ts blocks, in order. One that starts with `import` (after any `/// <reference>`
+ * lines) is a complete file (it must compile as pasted); the others are excerpts of the code
+ * above them, not checked.
  * @returns {Array<{ code: string, line: number, section: string, complete: boolean }>}
  */
 function tsBlocks(/** @type {string} */ readme) {
@@ -430,7 +432,9 @@ function tsBlocks(/** @type {string} */ readme) {
     if (open !== undefined) {
       if (fence !== null && fence[2] === '') {
         const code = `${open.lines.map((l) => l.slice(open?.indent.length)).join('\n')}\n`;
-        blocks.push({ code, line: open.line, section, complete: /^import\s/.test(code) });
+        // `/// <reference types>` lines may come first (a Worker's runtime types).
+        const complete = /^(\/\/\/ <reference [^\n]*\n)*import\s/.test(code);
+        blocks.push({ code, line: open.line, section, complete });
         open = undefined;
       } else open.lines.push(text);
     } else if (fenced) {
