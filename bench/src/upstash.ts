@@ -36,7 +36,9 @@ export async function runUpstashBench(): Promise<void> {
     'ioredis (TCP)': createRedisStore(tcp, { prefix }),
     '@upstash/redis (REST, local endpoint)': createRedisStore(rest, { prefix }),
   };
-  const samples: Record<string, { fresh: number[]; replay: number[] }> = {};
+  const samples: Record<string, { fresh: number[]; replay: number[] }> = Object.fromEntries(
+    Object.keys(stores).map((name) => [name, { fresh: [], replay: [] }]),
+  );
   const requests: Record<string, { fresh: number; replay: number; waiter: number }> = {};
   let n = 0;
   const start = loadavg()[0]!;
@@ -45,7 +47,7 @@ export async function runUpstashBench(): Promise<void> {
     if (round % 2 === 1) names.reverse();
     for (const name of names) {
       const idempotency = createIdempotency({ store: stores[name]! });
-      const s = (samples[name] ??= { fresh: [], replay: [] });
+      const s = samples[name]!;
       for (let i = 0; i < CALLS; i++) {
         const call = { toolName: 'place_order', turnId: `t${n++}`, args };
         let t = performance.now();
