@@ -1,4 +1,5 @@
 import { runCanonicalBench } from './canonical.ts';
+import { runCloudflareBench } from './cloudflare.ts';
 import { runLocalCacheBench } from './local-cache.ts';
 import { runOverheadBench } from './overhead.ts';
 import { runPlot } from './plot.ts';
@@ -17,6 +18,7 @@ const benches: Record<string, () => unknown> = {
   plot: runPlot,
   'local-cache': runLocalCacheBench,
   upstash: runUpstashBench,
+  cloudflare: runCloudflareBench,
 };
 
 const names = process.argv.slice(2);
