@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import {
   ConfigurationError,
   type ExecutionContext,
@@ -10,7 +9,7 @@ import { isDirectToolOutput, ToolMessage } from '@langchain/core/messages';
 import type { StructuredToolInterface, ToolRunnableConfig } from '@langchain/core/tools';
 import type { CallContext, IdempotencyMetadata, ToolLike } from './types.js';
 
-const require = createRequire(import.meta.url);
+const require = kit.requireNear(import.meta.url);
 /** Where the idempotency key is put in the tool's config: read it with `getIdempotencyKey`. */
 const KEY_FIELD = 'idempotency_key';
 

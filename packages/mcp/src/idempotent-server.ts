@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import {
   ConfigurationError,
   createApprovals,
@@ -91,7 +90,7 @@ const OPTION_CHECKS: Record<string, (value: unknown) => string | undefined> = {
     typeof value === 'boolean' ? undefined : 'wrapReadOnly must be true or false.',
 };
 const contexts = kit.createContextRegistry();
-const require = createRequire(import.meta.url);
+const require = kit.requireNear(import.meta.url);
 
 /**
  * The idempotency context of a wrapped call, from the `extra` (1.x) / `ctx` (2.x) your callback

@@ -84,6 +84,7 @@ export {
 } from './pipeline.js';
 export {
   presentTool,
+  requireNear,
   type StandardJsonSchema,
   type StandardSchemaOptions,
   type ToolPresentation,

@@ -8,6 +8,7 @@
  */
 import { ConfigurationError } from '../errors/index.js';
 import { withRetryNote } from '../model-output.js';
+import { builtinModule } from '../runtime/index.js';
 import type { Adapter, ToolTreatment } from './adapter.js';
 import {
   type Repeats,
@@ -184,7 +185,8 @@ export function presentTool(
       let z: Record<string, (...a: unknown[]) => unknown>;
       try {
         z = load(v4 ? 'zod/v4-mini' : 'zod/v3') as typeof z;
-      } catch {
+      } catch (error) {
+        if (ConfigurationError.isInstance(error)) throw error; // no `require` on this runtime
         throw refuse(toolName, caller, 'be a zod object, with zod 3.25+ or 4 installed');
       }
       // biome-ignore lint/suspicious/noExplicitAny: zod's API, loaded at run time
@@ -220,5 +222,29 @@ export function presentTool(
       // As many parameters as the callback's: frameworks tell a policy by its `length`.
       return Object.defineProperty(called, 'length', { value: callback.length }) as typeof callback;
     },
+  };
+}
+
+/**
+ * The `load` of `zodSchema` for an adapter: `require` from the adapter's module (`url`: its
+ * `import.meta.url`), so zod is its framework's copy. `node:module` is taken when first used, not
+ * imported, so the adapter loads on runtimes without it (Workers without `nodejs_compat`); there
+ * a repeatable tool with a zod schema is a `ConfigurationError` saying so.
+ */
+export function requireNear(url: string): (specifier: string) => unknown {
+  let load: ((specifier: string) => unknown) | undefined;
+  return (specifier) => {
+    if (load === undefined) {
+      const found = builtinModule<typeof import('node:module')>('node:module');
+      if (typeof found?.createRequire !== 'function') {
+        throw new ConfigurationError({
+          option: 'policies',
+          message:
+            "A repeatable tool with a zod schema needs node:module to load its framework's zod, which this runtime does not have: on Cloudflare Workers enable the nodejs_compat compatibility flag, or give the tool a JSON schema.",
+        });
+      }
+      load = found.createRequire(url);
+    }
+    return load(specifier);
   };
 }
