@@ -12,7 +12,7 @@ import {
   type TakeoverInput,
 } from '@idempotent-tools/core';
 import {
-  filterColumns,
+  inspectionWhere,
   type RecordRow,
   recordFromRow,
   recordRowProblem,
@@ -230,7 +230,7 @@ export class IdempotencyObject extends DurableObject<unknown> {
   list(filter: ShardListFilter): Reply<ShardPage> {
     return this.#run(() => {
       const now = Date.now();
-      const { where, params } = whereClause(filter, now);
+      const { where, params } = knownStatesWhere(filter, now);
       if (filter.after !== undefined) {
         where.push('key > ?');
         params.push(filter.after);
@@ -268,7 +268,7 @@ export class IdempotencyObject extends DurableObject<unknown> {
   stats(filter: StatsFilter): Reply<StoreStats> {
     return this.#run(() => {
       const now = Date.now();
-      const { where, params } = whereClause(filter, now);
+      const { where, params } = knownStatesWhere(filter, now);
       const [row] = this.#rows(
         `SELECT count(*) AS records,
            coalesce(sum(state = 'in_progress' AND lease_expires_at > ?), 0) AS in_progress,
@@ -429,25 +429,12 @@ export class IdempotencyObject extends DurableObject<unknown> {
   }
 }
 
-/** The WHERE of `list` / `stats`: live rows of known states, and the filter's columns. */
-function whereClause(
+/** The WHERE of `list` / `stats` over rows of the states this object writes. */
+function knownStatesWhere(
   filter: StatsFilter & { state?: ShardListFilter['state'] },
   now: number,
 ): { where: string[]; params: SqlStorageValue[] } {
-  const where = ['expires_at > ?', `state IN ('in_progress', 'completed', 'failed')`];
-  const params: SqlStorageValue[] = [now];
-  for (const [column, value] of filterColumns(filter)) {
-    where.push(`${column} = ?`);
-    params.push(value);
-  }
-  if (filter.state === 'in_progress' || filter.state === 'stale') {
-    where.push(
-      `state = 'in_progress' AND lease_expires_at ${filter.state === 'stale' ? '<=' : '>'} ?`,
-    );
-    params.push(now);
-  } else if (filter.state !== undefined) {
-    where.push('state = ?');
-    params.push(filter.state);
-  }
+  const { where, params } = inspectionWhere(filter, now);
+  where.push(`state IN ('in_progress', 'completed', 'failed')`);
   return { where, params };
 }

@@ -26,7 +26,7 @@ import {
   checkOneOf,
   checkWholeNumber,
   cursorKey,
-  filterColumns,
+  inspectionWhere,
   pageOf,
   recordFromRow,
   recordRowProblem,
@@ -162,29 +162,6 @@ function toListed(row: ListRow, now: number): ListedRecord {
   const listed: ListedRecord = { ...record, inspectionState: inspectionStateOf(record, now) };
   if (outcome_bytes !== null) listed.outcomeBytes = Number(outcome_bytes);
   return listed;
-}
-
-/** The WHERE of `list` / `stats`: live rows, and the filter's columns. */
-function whereClause(
-  filter: StatsFilter & Pick<Partial<CheckedListFilter>, 'state'>,
-  now: number,
-): { where: string[]; params: SqlValue[] } {
-  const where = ['expires_at > ?'];
-  const params: SqlValue[] = [now];
-  for (const [column, value] of filterColumns(filter)) {
-    where.push(`${column} = ?`);
-    params.push(value);
-  }
-  if (filter.state === 'in_progress' || filter.state === 'stale') {
-    where.push(
-      `state = 'in_progress' AND lease_expires_at ${filter.state === 'stale' ? '<=' : '>'} ?`,
-    );
-    params.push(now);
-  } else if (filter.state !== undefined) {
-    where.push('state = ?');
-    params.push(filter.state);
-  }
-  return { where, params };
 }
 
 /** Block the thread for `ms` (only while a concurrent first setup holds the schema lock). */
@@ -464,7 +441,7 @@ export class SqliteStore implements IdempotencyStore {
     return this.#engine('list', () => {
       this.#prepared();
       const now = this.#now();
-      const { where, params } = whereClause(checked, now);
+      const { where, params } = inspectionWhere(checked, now);
       if (after !== undefined) {
         where.push('key > ?');
         params.push(after);
@@ -485,7 +462,7 @@ export class SqliteStore implements IdempotencyStore {
     return this.#engine('stats', () => {
       this.#prepared();
       const now = this.#now();
-      const { where, params } = whereClause(checked, now);
+      const { where, params } = inspectionWhere(checked, now);
       const row = this.#db
         .prepare(
           `SELECT count(*) AS records,

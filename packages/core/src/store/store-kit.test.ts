@@ -13,6 +13,7 @@ import {
   cursorKey,
   filterColumns,
   InFlight,
+  inspectionWhere,
   pageOf,
   recordFromRow,
   recordRowProblem,
@@ -127,6 +128,21 @@ describe('store-kit: SQL rows', () => {
       ['tool_name', 't'],
       ['scope', 's'],
     ]);
+  });
+
+  test('inspectionWhere: live rows, the meta columns, and the inspection state', () => {
+    expect(inspectionWhere({}, 5)).toEqual({ where: ['expires_at > ?'], params: [5] });
+    expect(inspectionWhere({ toolName: 't', state: 'stale' }, 5)).toEqual({
+      where: ['expires_at > ?', 'tool_name = ?', "state = 'in_progress' AND lease_expires_at <= ?"],
+      params: [5, 't', 5],
+    });
+    expect(inspectionWhere({ state: 'in_progress' }, 7).where[1]).toBe(
+      "state = 'in_progress' AND lease_expires_at > ?",
+    );
+    expect(inspectionWhere({ scope: 's', state: 'completed' }, 7)).toEqual({
+      where: ['expires_at > ?', 'scope = ?', 'state = ?'],
+      params: [7, 's', 'completed'],
+    });
   });
 
   test('statsFromRow reads the counts', () => {

@@ -185,6 +185,33 @@ export function filterColumns(
   return columns;
 }
 
+/**
+ * The WHERE of `list` / `stats` for a SQL store whose placeholders are `?`: live rows (those
+ * whose `expires_at` is after `now`), the filter's meta columns, and its inspection state
+ * (`stale` is an `in_progress` row whose lease has run out). Join `where` with ` AND `.
+ */
+export function inspectionWhere(
+  filter: StatsFilter & { state?: string | undefined },
+  now: number,
+): { where: string[]; params: Array<string | number> } {
+  const where = ['expires_at > ?'];
+  const params: Array<string | number> = [now];
+  for (const [column, value] of filterColumns(filter)) {
+    where.push(`${column} = ?`);
+    params.push(value);
+  }
+  if (filter.state === 'in_progress' || filter.state === 'stale') {
+    where.push(
+      `state = 'in_progress' AND lease_expires_at ${filter.state === 'stale' ? '<=' : '>'} ?`,
+    );
+    params.push(now);
+  } else if (filter.state !== undefined) {
+    where.push('state = ?');
+    params.push(filter.state);
+  }
+  return { where, params };
+}
+
 /** `StoreStats` taken at `at` from a row of counts: `records`, `in_progress`, `stale`, ... */
 export function statsFromRow(row: Record<string, unknown>, at: number): StoreStats {
   return {
