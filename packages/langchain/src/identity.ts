@@ -2,61 +2,26 @@
 import * as kit from '@idempotent-tools/core/adapter-kit';
 import type { CallContext } from './types.js';
 
-type MessageLike = Partial<Record<'type' | 'role' | 'content' | 'name' | 'status', unknown>> & {
-  tool_call_id?: unknown;
-  tool_calls?: unknown;
-  getType?: () => string;
-};
+type MessageLike = kit.ChatMessage & { type?: unknown; role?: unknown; getType?: () => string };
 
-const ROLES: Record<string, string> = { user: 'human', assistant: 'ai' };
+/** LangChain's message types (and `{ role, content }` objects' roles) as the kit's role names. */
+const ROLES: Record<string, string> = { human: 'user', ai: 'assistant' };
 
-/** The tool calls of an AI message (LangChain's `{ id, name }`, OpenAI's `{ id, function }`). */
-const callsOf = (m: MessageLike): Array<{ id?: unknown; name?: unknown }> =>
-  Array.isArray(m.tool_calls)
-    ? m.tool_calls.map((c) =>
-        c === null || typeof c !== 'object' ? {} : { id: c.id, name: c.name ?? c.function?.name },
-      )
-    : [];
-
-/** LangChain messages (and `{ role, content }` objects), as the kit's `readRuns` reads them. */
-const reader = (
-  endsRun?: (toolName: string) => boolean | undefined,
-): kit.RunReader<MessageLike> => ({
-  kind(m) {
-    if (m === null || typeof m !== 'object') return undefined;
-    const role = typeof m.role === 'string' ? (ROLES[m.role] ?? m.role) : undefined;
+/** LangChain messages as the kit's `readRuns` reads them (a `RemoveMessage` says nothing). */
+const reader = (endsRun?: (toolName: string) => boolean | undefined) =>
+  kit.chatRunReader<MessageLike>((m) => {
     const type =
-      typeof m.getType === 'function' ? m.getType() : typeof m.type === 'string' ? m.type : role;
-    if (type === 'human') return 'user';
-    if (type === 'system' || type === 'developer') return 'prompt';
-    if (type === 'remove') return undefined; // a RemoveMessage deletes, it says nothing
-    if (type === 'tool' || type === 'function') return 'result';
-    return callsOf(m).length > 0 ? 'calls' : 'text';
-  },
-  content: (m) => m.content ?? '',
-  calls: callsOf,
-  result: (m) => ({ callId: m.tool_call_id, name: m.name, error: m.status === 'error' }),
-  endsRun,
-});
+      typeof m.getType === 'function' ? m.getType() : typeof m.type === 'string' ? m.type : m.role;
+    if (typeof type !== 'string') return undefined;
+    return type === 'remove' ? null : (ROLES[type] ?? type);
+  }, endsRun);
 
 /**
  * The tools of an agent seen so far: whether a successful result of one ends a `createAgent`
- * run (`returnDirect`); undefined for a tool not seen, or seen both ways.
+ * run (`returnDirect`).
  */
-export function toolsSeen() {
-  const seen = new Map<string, Set<boolean>>();
-  return {
-    learn(tool: unknown) {
-      const { name, returnDirect } = (tool ?? {}) as { name?: unknown; returnDirect?: unknown };
-      if (typeof name === 'string')
-        seen.set(name, (seen.get(name) ?? new Set()).add(returnDirect === true));
-    },
-    endsRun: (name: string) => {
-      const direct = seen.get(name);
-      return direct?.size === 1 ? direct.has(true) : undefined;
-    },
-  };
-}
+export const toolsSeen = () =>
+  kit.createRunEnds((tool) => (tool as { returnDirect?: unknown }).returnDirect === true);
 
 /**
  * The turn id the adapter derives for a conversation (`thread_id`) and its messages: which user

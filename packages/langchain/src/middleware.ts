@@ -37,20 +37,12 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
     ...sources,
     repeatable: true,
   });
-  const fixed = options.turnId !== undefined || options.conversationId !== undefined;
-  /** Developer errors of tool calls in flight, by tool-call id (a middleware below may eat them). */
-  const refusals = new Map<string, unknown>();
-  const cache = new WeakMap<StructuredToolInterface, StructuredToolInterface>();
+  /** Developer errors of tool calls in flight (a middleware below may eat them). */
+  const refusals = kit.createHeldErrors();
   /** The tool as the agent should run it (a tool that is already idempotent is refused). */
-  const guarded = (tool: StructuredToolInterface): StructuredToolInterface => {
-    let out = cache.get(tool);
-    if (out === undefined) {
-      kit.checkToolName(tool.name, caller);
-      out = wrapTool(tool, adapter, caller, (id, error) => void refusals.set(id, error));
-      cache.set(tool, out);
-    }
-    return out;
-  };
+  const guarded = kit.wrapEachOnce<StructuredToolInterface>(caller, (tool) =>
+    wrapTool(tool, adapter, caller, refusals.hold),
+  );
 
   return createMiddleware({
     name: 'IdempotentToolsMiddleware',
@@ -58,8 +50,7 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
     beforeAgent: (_state, runtime) => {
       const config = { configurable: runtime.configurable ?? {} };
       const call = { toolName: '', args: undefined, toolCall: undefined, state: undefined, config };
-      if (fixed || sources.turn?.(call) || sources.conversation?.(call)) return;
-      adapter.identify(call, ''); // throws the ConfigurationError that names what to pass
+      kit.refuseUnidentified(adapter, options, sources, call);
     },
     // The agent rejects a replaced tool instance, so the model gets a plain tool definition
     // (same name and schema, the note in the description); the tool node runs the wrapped tool.
@@ -69,25 +60,18 @@ export function idempotentToolsMiddleware(options: IdempotentToolsMiddlewareOpti
         tools: (request.tools ?? []).map((tool) => {
           tools.learn(tool);
           const out = canWrap(tool) ? guarded(tool) : tool;
-          if (out === tool) return tool;
-          const own = out as unknown as Record<string, unknown>;
-          const shown = PLAIN.filter((field) => own[field] !== undefined);
-          return Object.fromEntries(shown.map((field) => [field, own[field]])) as typeof tool;
+          return out === tool ? tool : (kit.plainDefinition(out, PLAIN) as typeof tool);
         }),
       }),
     // A developer error of the tool ends the run, even when a middleware below us (e.g.
     // toolRetryMiddleware's onFailure: 'continue') made a message of it.
     wrapToolCall: async (request, handler) => {
-      tools.learn(request.tool);
-      if (!canWrap(request.tool)) return handler(request);
-      const { id } = request.toolCall;
-      try {
-        const out = await handler({ ...request, tool: guarded(request.tool) });
-        if (id && refusals.has(id)) throw refusals.get(id);
-        return out;
-      } finally {
-        if (id) refusals.delete(id);
-      }
+      const { tool } = request;
+      tools.learn(tool);
+      if (!canWrap(tool)) return handler(request);
+      return refusals.around(request.toolCall.id, () =>
+        handler({ ...request, tool: guarded(tool) }),
+      );
     },
   });
 }

@@ -1,4 +1,3 @@
-import { ConfigurationError } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
 import { turnSourcesOf } from './identity.js';
 import type {
@@ -7,20 +6,13 @@ import type {
   IdempotentToolsOptions,
   ToolLike,
 } from './types.js';
-import { checkTool, wrapTool } from './wrap-tool.js';
+import { TOOLS, wrapTool } from './wrap-tool.js';
 
 /** The tools, wrapped (options, policies and names checked first). */
 function wrapAll<T extends readonly ToolLike[]>(tools: T, options: unknown, caller: string): T {
-  if (!Array.isArray(tools)) {
-    throw new ConfigurationError({
-      option: 'tools',
-      message: `${caller} takes an array of tools.`,
-    });
-  }
-  for (const tool of tools) checkTool(tool, caller);
-  const adapter = kit.createAdapter<CallContext>(options as never, {
+  const adapter = kit.createInstanceAdapter<CallContext>(tools, options, {
+    ...TOOLS,
     caller,
-    toolNames: tools.map((tool) => tool.name),
     // Tools wrapped on their own may run in any graph (one that ends after its tool node, too):
     // a run that ended with a tool result is not told from a broken one.
     ...turnSourcesOf(),

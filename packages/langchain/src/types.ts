@@ -1,5 +1,5 @@
 /** The adapter's public types: options, what resolver functions are given, tool metadata. */
-import type { IdempotentResult, ToolPolicy } from '@idempotent-tools/core';
+import type { ToolPolicy } from '@idempotent-tools/core';
 import type * as kit from '@idempotent-tools/core/adapter-kit';
 import type { ToolCall } from '@langchain/core/messages';
 import type { StructuredToolInterface, ToolRunnableConfig } from '@langchain/core/tools';
@@ -36,16 +36,12 @@ export type ToolArgs<T> =
       : unknown
     : unknown;
 
-/** What `ToolMessage.metadata.idempotency` holds for code (the model reads the content). */
-export interface IdempotencyMetadata {
-  key: string | undefined;
-  /** True when the tool did not run for this call: the content is the stored outcome. */
-  replayed: boolean;
-  /** `executed`, `replayed`, `waited`, `reconciled`, or `error` (an idempotency error). */
-  outcome: IdempotentResult<unknown>['outcome'] | 'error';
-  /** The idempotency error's code, when `outcome` is `error`. */
-  error?: string;
-}
+/**
+ * What `ToolMessage.metadata.idempotency` holds for code (the model reads the content): `key`,
+ * `replayed`, `outcome` (`executed`, `replayed`, `waited`, `reconciled`, or `error`: an
+ * idempotency error, whose code is `error`).
+ */
+export type IdempotencyMetadata = kit.CallReceipt;
 
 type ByName<T extends readonly ToolLike[]> = { [K in T[number] as K['name']]: K };
 

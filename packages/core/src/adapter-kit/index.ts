@@ -16,6 +16,7 @@ export {
   type PolicyFieldCheck,
   type ToolTreatment,
 } from './adapter.js';
+export { refuseUnidentified } from './anonymous-runs.js';
 export {
   APPROVAL_DECISION_SCHEMA,
   type ApprovalDecision,
@@ -38,6 +39,7 @@ export {
   askingApprovalField,
   runAsking,
 } from './asking-approval.js';
+export { type CallReceipt, type ReceiptedOutcome, runWithReceipt } from './call-receipts.js';
 export {
   audienceOf,
   type ContextRegistry,
@@ -52,6 +54,7 @@ export {
   mergeSignals,
   relay,
 } from './calls.js';
+export { type ChatMessage, chatRunReader, createRunEnds, type RunEnds } from './chat-runs.js';
 export {
   createDispatcher,
   type DefinitionOptions,
@@ -68,6 +71,7 @@ export {
   type ToolErrorOutputOption,
   type ToolHandler,
 } from './dispatch-calls.js';
+export { createHeldErrors, type HeldErrors } from './held-errors.js';
 export { returnOrThrow } from './outcomes.js';
 export {
   type CallInput,
@@ -121,6 +125,14 @@ export {
   type TaskSpec,
   type TaskWrapOptions,
 } from './tasks.js';
+export {
+  createInstanceAdapter,
+  plainDefinition,
+  type ToolInstanceOptions,
+  type ToolInstanceSpec,
+  wrapEachOnce,
+  wrapToolInstance,
+} from './tool-instances.js';
 export {
   copyTool,
   createToolListAdapter,
