@@ -48,6 +48,25 @@ const twice = DBOS.registerWorkflow(
 );
 const once = DBOS.registerWorkflow(async (order: Order) => charge(order), { name: 'once' });
 
+let failFirst = true;
+const flaky = idempotentStep(
+  'flaky_charge',
+  (order: Order) => {
+    if (failFirst) {
+      failFirst = false;
+      throw new Error('the bank is down (before any charge)');
+    }
+    sent.push(currentExecutionContext()?.key as string);
+    return { chargeId: `ch_${order.id}` };
+  },
+  {
+    idempotency,
+    policy: { onToolError: 'release' },
+    step: { retriesAllowed: true, intervalSeconds: 0.01 },
+  },
+);
+const retried = DBOS.registerWorkflow(async (order: Order) => flaky(order), { name: 'retried' });
+
 beforeAll(async () => {
   if (!postgresUp) return;
   await admin.query(`CREATE DATABASE ${database}`);
@@ -100,6 +119,12 @@ describe.skipIf(!postgresUp)('idempotentStep: the call is the workflow and the s
     expect(ConfigurationError.isInstance(error)).toBe(true);
     expect(String((error as Error).message)).toMatch(/DBOS workflow/);
     expect(sent).toHaveLength(0);
+  });
+
+  test('a DBOS step retry (retriesAllowed) after an error before the effect runs it: one charge', async () => {
+    sent.length = 0;
+    expect(await retried(order)).toEqual({ chargeId: 'ch_o-1' });
+    expect(sent).toHaveLength(1);
   });
 
   test('a bad step name is refused when the step is made', () => {
