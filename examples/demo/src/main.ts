@@ -28,6 +28,7 @@ const examples: Array<[string, string]> = [
   ['Google GenAI: automatic function calling and manual dispatch', 'google-genai-agent'],
   ['Mastra: an agent with memory and an approval resumed after a restart', 'mastra-agent'],
   ['LangGraph tasks: a charge approved, resumed and retried', 'langgraph-tasks'],
+  ['DBOS: a workflow killed inside its charge, recovered by a new process', 'dbos-workflow'],
   ['Cloudflare Workers: an agent on the Durable Objects store, in workerd', 'cloudflare-agent'],
 ];
 const folderOf = (name: string) => fileURLToPath(new URL(`../../${name}/`, import.meta.url));
