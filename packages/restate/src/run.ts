@@ -51,7 +51,10 @@ const occurrences = new WeakMap<object, Map<string, number>>();
 
 function nextOccurrence(ctx: object, name: string): number {
   let names = occurrences.get(ctx);
-  if (names === undefined) occurrences.set(ctx, (names = new Map()));
+  if (names === undefined) {
+    names = new Map();
+    occurrences.set(ctx, names);
+  }
   const n = names.get(name) ?? 0;
   names.set(name, n + 1);
   return n;
