@@ -7,7 +7,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createIdempotency, createMemoryStore } from '@idempotent-tools/core';
+import type { Context } from '@restatedev/restate-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runKey } from './index.js';
 import {
   type RestateServer,
   type ServiceProcess,
@@ -59,14 +62,18 @@ async function checkout(c: Case) {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ amounts: c.amounts ?? [500] }),
-    }).then(async (res) => ({ status: res.status, body: await res.text() }));
+    }).then(async (res) => ({
+      status: res.status,
+      body: await res.text(),
+      invocation: res.headers.get('x-restate-id'),
+    }));
     let killed: unknown = null;
     if (c.crash !== undefined) {
       killed = await service.exited();
       await service.start();
     }
-    const { status, body } = await answer;
-    return { status, body, killed, vendor };
+    const { status, body, invocation } = await answer;
+    return { status, body, invocation, killed, vendor };
   } finally {
     await service.stop();
     await vendor.close();
@@ -85,11 +92,15 @@ describe('a plain ctx.run (the control)', () => {
 
 describe('idempotentRun', () => {
   it('runs once and returns the charge when nothing crashes', async () => {
-    const { status, body, vendor } = await checkout({});
+    const { status, body, invocation, vendor } = await checkout({});
     expect(status).toBe(200);
     expect(vendor.charges).toHaveLength(1);
     expect(JSON.parse(body)).toEqual([vendor.charges[0]]);
-    expect(vendor.requests[0]).toMatch(/^v1/);
+    // The vendor's Idempotency-Key is the run's key: Restate's invocation id, 'charge', 1st run.
+    const ctx = { request: () => ({ id: invocation }) } as unknown as Context;
+    const idempotency = createIdempotency({ store: createMemoryStore() });
+    expect(invocation).toMatch(/^inv_/);
+    expect(vendor.requests).toEqual([runKey(ctx, idempotency, 'charge')]);
   });
 
   it('replays the stored outcome when the process died after it was stored, before Restate recorded the run', async () => {
