@@ -157,3 +157,26 @@ export {
   type TurnSources,
 } from './turn-identity.js';
 export { TURN_LINK_TOOL, type TurnLinks } from './turn-links.js';
+export {
+  type ClientTurn,
+  type ClientTurnSpec,
+  type ClientTurns,
+  createClientTurns,
+} from './client-turns.js';
+export {
+  type ContentResult,
+  contentOutcome,
+  contentReply,
+  markContentResult,
+  ToolResultError,
+} from './content-results.js';
+export {
+  type EntrySpec,
+  type OwnTool,
+  type RegistrySpec,
+  registering,
+  type ToolEntry,
+  wrapEntry,
+  wrapRegistry,
+} from './registered-tools.js';
+export { askByQuestion, type QuestionChannel } from './asking-questions.js';

@@ -1,0 +1,49 @@
+/**
+ * An approval asked as a question the framework puts to the person (MCP elicitation), for
+ * `runAsking`: the answer a retry of the call carries to a question this adapter asked, else the
+ * question asked during the call (push), else the question as the call's reply (a round the
+ * client answers by retrying the call). Adapters say only how their framework asks.
+ */
+import type { AskApproval } from '../approvals/approvals.js';
+import { NotAnOutcome } from '../executor/not-an-outcome.js';
+import type { AskingApproval } from './asking-approval.js';
+
+/** How a framework asks the person about one call. */
+export interface QuestionChannel {
+  /** The answer this request carries to the question about `key` (an approval key), if any. */
+  answered(key: string): unknown;
+  /** Whether the person can be asked from here. */
+  canAsk(): boolean;
+  /** Ask during the call and wait (the answer; a rejection is no answer). Undefined: ask by `round`. */
+  push?: ((message: string) => Promise<unknown>) | undefined;
+  /** The reply that carries the question about `key` (the call's outcome; nothing is stored). */
+  round(key: string, message: string): unknown;
+  /** What an answer says: accepted, declined, or undefined (closed without deciding). */
+  accepted(answer: unknown): boolean | undefined;
+  /** The error when the person cannot be asked (`canAsk` false): nothing runs. */
+  refuse(): Error;
+}
+
+/**
+ * The `AskApproval` of one call: an answer the request carries to the pending question, else (the
+ * request stored first) the question pushed and its answer, else the question as a `NotAnOutcome`
+ * reply. No answer (timed out, the client went away) decides nothing: the next call asks again.
+ */
+export function askByQuestion<Info>(
+  approval: AskingApproval<Info>,
+  call: Info,
+  channel: QuestionChannel,
+): AskApproval {
+  return async ({ pending, request }) => {
+    const answered = pending && channel.answered(pending.key);
+    if (pending && answered !== undefined) {
+      return approval.answer(call, channel.accepted(answered), pending);
+    }
+    if (!channel.canAsk()) throw channel.refuse();
+    const asked = await request();
+    const message = approval.message(call);
+    if (channel.push === undefined) throw new NotAnOutcome(channel.round(asked.key, message));
+    const answer = await channel.push(message).catch(() => undefined);
+    return approval.answer(call, channel.accepted(answer), asked);
+  };
+}
