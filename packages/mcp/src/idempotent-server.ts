@@ -127,16 +127,13 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
   /** The wrapped callback of one tool: its own (`raw`) run through the pipeline. */
   const wrappedOf = (raw: kit.OwnTool<RegisteredTool>, tool: RegisteredTool) => {
     const mark = (value: unknown, replayed: boolean) =>
-      replayed || adapter.markFresh
-        ? kit.markContentResult(value as CallToolResult, replayed, REPLAYED_META, declared(tool))
-        : value;
+      kit.markContentResult(value as CallToolResult, replayed, {
+        ...{ markFresh: adapter.markFresh, metaField: REPLAYED_META, declared: declared(tool) },
+      });
     return async (...params: unknown[]) => {
       const extra = params[params.length - 1] as ToolExtra;
       const input = (params.length > 1 ? params[0] : undefined) ?? {};
       const info = (args: unknown) => callInfo(raw.name, args as never, extra, server);
-      const given = { toolName: raw.name, input, parsed: true, info, policy: clients.policy };
-      const prepared = await kit.prepareCall(adapter, given);
-      if (!('prepared' in prepared)) return kit.contentReply(prepared);
       // A tool without arguments whose schema only the repeat argument made is still called so.
       const hasArgs =
         params.length > 1 && (!adapter.repeats(raw.name) || raw.inputSchema !== undefined);
@@ -149,53 +146,29 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
         if (output?.resultType === 'input_required') throw new kit.NotAnOutcome(output);
         return kit.contentOutcome(output);
       };
-      const ask = askOf(approval(raw.name), server, prepared.prepared.info);
-      const run = kit.runAsking(adapter, approvals, prepared.prepared, execute, ask, mark);
+      const given = { toolName: raw.name, input, parsed: true, info, policy: clients.policy };
+      const ask = (call: ToolCallInfo) => askOf(approval(raw.name), server, call);
+      const run = kit.runAskingCall(adapter, approvals, given, execute, ask, mark);
       return kit.contentReply(await run);
     };
-  };
-
-  /** Set a tool's schema, description, hint and callback from its own parts (`raw`). */
-  const apply = (raw: kit.OwnTool<RegisteredTool>, tool: RegisteredTool, wrapped: Handler) => {
-    const field = entryField(tool);
-    const treatment = adapter.treatment(raw.name);
-    const readOnly = raw.annotations?.readOnlyHint === true && o.wrapReadOnly !== true;
-    const kind =
-      typeof raw.handler !== 'function' || treatment === 'exclude'
-        ? 'skip'
-        : treatment === 'unsafe'
-          ? 'unsafe'
-          : readOnly && approval(raw.name) === undefined // never run unapproved
-            ? 'skip'
-            : 'wrap';
-    const present = kit.presentTool(adapter, raw.name, CALLER);
-    tool.inputSchema =
-      kind !== 'wrap'
-        ? raw.inputSchema
-        : field === 'executor'
-          ? present.standardSchema(raw.inputSchema)
-          : present.zodSchema(raw.inputSchema, require);
-    // 2.x memoises the JSON of a tool's input schema: forget it once the schema changed.
-    delete (server as { _toolInputSchemaJson?: Record<string, unknown> })._toolInputSchemaJson?.[
-      raw.name
-    ];
-    tool.description = kind === 'skip' ? raw.description : present.describe(raw.description);
-    // `idempotentHint` only where it is true: unsafe, or a business key (one call across turns).
-    const keyed = kind === 'wrap' && adapter.policy(raw.name)?.businessKey !== undefined;
-    const hint = kind === 'unsafe' ? false : keyed ? true : undefined;
-    const own = hint === undefined || raw.annotations?.idempotentHint !== undefined;
-    tool.annotations = own ? raw.annotations : { ...raw.annotations, idempotentHint: hint };
-    tool[field] = kind === 'wrap' ? wrapped : raw.handler;
   };
 
   /** Make one registered tool idempotent (or mark it unsafe), now and after `update(...)`. */
   return (name: unknown, tool: RegisteredTool) => {
     if (typeof name !== 'string' || tool === null || typeof tool !== 'object') return;
+    const field = entryField(tool);
     kit.wrapEntry(name, tool, {
-      ...{ caller: CALLER, field: entryField(tool), schemaUpdate: 'paramsSchema' },
-      callbacks: callbacksOf,
+      ...{ adapter: adapter as kit.Adapter<never>, caller: CALLER, field, callbacks: callbacksOf },
+      ...{ schemaUpdate: 'paramsSchema', wrapReadOnly: o.wrapReadOnly === true },
+      asks: (tool) => approval(tool) !== undefined,
       wrapped: (raw) => wrappedOf(raw, tool),
-      apply: (raw, wrapped) => apply(raw, tool, wrapped),
+      schema: (present, own) =>
+        field === 'executor' ? present.standardSchema(own) : present.zodSchema(own, require),
+      // 2.x memoises the JSON of a tool's input schema: forget it once the schema changed.
+      changed: (name) => {
+        delete (server as { _toolInputSchemaJson?: Record<string, unknown> })
+          ._toolInputSchemaJson?.[name];
+      },
     });
   };
 }

@@ -4,9 +4,12 @@
  * question asked during the call (push), else the question as the call's reply (a round the
  * client answers by retrying the call). Adapters say only how their framework asks.
  */
-import type { AskApproval } from '../approvals/approvals.js';
+import type { Approvals, AskApproval } from '../approvals/approvals.js';
+import type { ExecutionContext } from '../executor.js';
 import { NotAnOutcome } from '../executor/not-an-outcome.js';
-import type { AskingApproval } from './asking-approval.js';
+import type { Adapter } from './adapter.js';
+import { type AskingApproval, runAsking } from './asking-approval.js';
+import { type CallInput, type CallOutcome, prepareCall } from './pipeline.js';
 
 /** How a framework asks the person about one call. */
 export interface QuestionChannel {
@@ -46,4 +49,22 @@ export function askByQuestion<Info>(
     const answer = await channel.push(message).catch(() => undefined);
     return approval.answer(call, channel.accepted(answer), asked);
   };
+}
+
+/**
+ * The pipeline of a call that may ask first: `prepareCall`, then `runAsking` with the ask of the
+ * prepared call (`askOf`, given its info; undefined: the call asks nothing).
+ */
+export async function runAskingCall<Info>(
+  adapter: Adapter<Info>,
+  approvals: Approvals,
+  given: CallInput<Info>,
+  execute: (args: unknown, context: ExecutionContext) => unknown,
+  askOf: (info: Info) => AskApproval | undefined,
+  mark?: (value: unknown, replayed: boolean) => unknown,
+): Promise<CallOutcome> {
+  const prepared = await prepareCall(adapter, given);
+  if (!('prepared' in prepared)) return prepared;
+  const ask = askOf(prepared.prepared.info);
+  return runAsking(adapter, approvals, prepared.prepared, execute, ask, mark);
 }

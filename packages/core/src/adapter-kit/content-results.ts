@@ -38,17 +38,27 @@ export function contentOutcome<R extends ContentResult>(result: R): R {
   return result;
 }
 
+/** How `markContentResult` marks a result. */
+export interface ContentMark {
+  /** Also mark a fresh result (`replayed: false`). */
+  markFresh: boolean;
+  /** The `_meta` field of the mark. */
+  metaField: string;
+  /** Whether the output schema has a `replayed` property (undefined: there is no schema). */
+  declared: boolean | undefined;
+}
+
 /**
  * A result with its replay mark: in its content (`markContent`), in `_meta[metaField]`, and in
- * its structured content where the output schema lets it in (`declared`: whether the schema has a
- * `replayed` property; undefined: no schema, then unless the content has its own `replayed`).
+ * its structured content where the output schema lets it in (with no schema, unless the content
+ * has its own `replayed`). A fresh result as it is unless `markFresh`.
  */
 export function markContentResult<R extends ContentResult>(
   result: R,
   replayed: boolean,
-  metaField: string,
-  declared: boolean | undefined,
+  { markFresh, metaField, declared }: ContentMark,
 ): R {
+  if (!replayed && !markFresh) return result;
   const content = markContent(result.content ?? [], replayed);
   const marked = { ...result, content, _meta: { ...result._meta, [metaField]: replayed } };
   const structured = result.structuredContent;

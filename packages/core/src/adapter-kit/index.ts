@@ -164,6 +164,7 @@ export {
   createClientTurns,
 } from './client-turns.js';
 export {
+  type ContentMark,
   type ContentResult,
   contentOutcome,
   contentReply,
@@ -179,4 +180,4 @@ export {
   wrapEntry,
   wrapRegistry,
 } from './registered-tools.js';
-export { askByQuestion, type QuestionChannel } from './asking-questions.js';
+export { askByQuestion, type QuestionChannel, runAskingCall } from './asking-questions.js';

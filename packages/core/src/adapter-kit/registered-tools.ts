@@ -5,11 +5,13 @@
  * again after each update.
  */
 import { markWrapped, refuseWrapped } from '../executor/wrapped.js';
+import type { Adapter } from './adapter.js';
+import { presentTool, type ToolPresentation } from './presentation.js';
 
-/** A registered tool entry, as far as the kit reads it. */
+/** A registered tool entry, as far as the kit reads it (annotated with MCP-style hints). */
 export interface ToolEntry {
   description?: string | undefined;
-  annotations?: object | undefined;
+  annotations?: { readOnlyHint?: boolean; idempotentHint?: boolean } | undefined;
   update(updates: Record<string, unknown>): void;
   [field: string]: unknown;
 }
@@ -26,6 +28,7 @@ export interface OwnTool<Tool extends ToolEntry> {
 
 /** How one entry is wrapped. */
 export interface EntrySpec<Tool extends ToolEntry> {
+  adapter: Adapter<never>;
   caller: string;
   /** The field of the entry the server calls. */
   field: string;
@@ -35,11 +38,23 @@ export interface EntrySpec<Tool extends ToolEntry> {
   callbacks(tool: Tool): unknown[];
   /** The wrapped handler (made once; it reads `own` when called). */
   wrapped(own: OwnTool<Tool>): (...params: unknown[]) => unknown;
-  /** Set the entry's fields from its own parts, with `wrapped` as its handler or not. */
-  apply(own: OwnTool<Tool>, wrapped: (...params: unknown[]) => unknown): void;
+  /** Also wrap a tool annotated `readOnlyHint: true` (one that asks first always is). */
+  wrapReadOnly: boolean;
+  /** Whether the tool asks the person before it runs. */
+  asks(name: string): boolean;
+  /** The input schema the model sees of a wrapped tool (`present`: its presentation). */
+  schema(present: ToolPresentation, own: unknown): unknown;
+  /** Told when the entry's schema was set (a server's memo of it to forget). */
+  changed?: ((name: string) => void) | undefined;
 }
 
-/** Wrap one registered entry, now and after each `update(...)` (a new name, callback, schema...). */
+/**
+ * Wrap one registered entry, now and after each `update(...)` (a new name, callback, schema...):
+ * a wrapped tool gets its presented schema and description, the wrapper as its handler, and
+ * `idempotentHint` where it is true (`false` for an unsafe tool, `true` for a business key: one
+ * call across turns) unless it has its own; an unsafe one the "not safe to retry" note; an
+ * excluded one, one without a handler, or a read-only one that asks nothing, stays as it is.
+ */
 export function wrapEntry<Tool extends ToolEntry>(
   name: string,
   tool: Tool,
@@ -53,7 +68,27 @@ export function wrapEntry<Tool extends ToolEntry>(
     for (const callback of spec.callbacks(tool)) {
       if (callback !== wrapped) refuseWrapped(own.name, callback, spec.caller);
     }
-    spec.apply(own, wrapped);
+    const { adapter } = spec;
+    const treatment = adapter.treatment(own.name);
+    const readOnly = own.annotations?.readOnlyHint === true && !spec.wrapReadOnly;
+    const kind =
+      typeof own.handler !== 'function' || treatment === 'exclude'
+        ? 'skip'
+        : treatment === 'unsafe'
+          ? 'unsafe'
+          : readOnly && !spec.asks(own.name) // never run unapproved
+            ? 'skip'
+            : 'wrap';
+    const present = presentTool(adapter, own.name, spec.caller);
+    (tool as Record<string, unknown>).inputSchema =
+      kind === 'wrap' ? spec.schema(present, own.inputSchema) : own.inputSchema;
+    spec.changed?.(own.name);
+    tool.description = kind === 'skip' ? own.description : present.describe(own.description);
+    const keyed = kind === 'wrap' && adapter.policy(own.name)?.businessKey !== undefined;
+    const hint = kind === 'unsafe' ? false : keyed ? true : undefined;
+    const kept = hint === undefined || own.annotations?.idempotentHint !== undefined;
+    tool.annotations = kept ? own.annotations : { ...own.annotations, idempotentHint: hint };
+    (tool as Record<string, unknown>)[field] = kind === 'wrap' ? wrapped : own.handler;
   };
   const update = tool.update.bind(tool);
   tool.update = (updates) => {
