@@ -6,7 +6,7 @@
  * `elicitation/create` during the call; 2026-07-28 with an `input_required` result the client
  * answers by retrying the call (`inputResponses`, keyed by the approval key).
  */
-import { type AskApproval, ConfigurationError, type ToolPolicy } from '@idempotent-tools/core';
+import { type AskApproval, ConfigurationError } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
 import {
   type CallToolResult,
@@ -30,19 +30,15 @@ export type McpApprovalPolicy = kit.AskingApprovalPolicy<ToolCallInfo>;
 export type McpApprovalOption = boolean | McpApprovalPolicy;
 
 /**
- * The policy of one MCP tool: its outcome is the tool's `CallToolResult`. `repeatable`: the
- * tool's `inputSchema` gets the `repeat` argument (deliberate repeats, see the README).
+ * The policy of one MCP tool: its outcome is the tool's `CallToolResult`; `approval` asks the user
+ * through MCP elicitation (see the README's "Approvals"); `repeatable` gives the tool's
+ * `inputSchema` the `repeat` argument (deliberate repeats, see the README).
  */
-export type McpToolPolicy = ToolPolicy<Record<string, unknown>, CallToolResult> &
-  kit.RepeatablePolicy & {
-    /**
-     * Ask the user (MCP elicitation) before the tool runs; the answer is stored, bound to the
-     * exact call (see the README's "Approvals"). A tool with an approval is wrapped even when it
-     * is annotated `readOnlyHint: true`.
-     * @default false
-     */
-    approval?: McpApprovalOption | undefined;
-  };
+export type McpToolPolicy = kit.AskingToolPolicy<
+  Record<string, unknown>,
+  CallToolResult,
+  ToolCallInfo
+>;
 
 /** The `inputRequests` key (2026-07-28) of an approval: this prefix and the approval key. */
 export const APPROVAL_INPUT_PREFIX = 'io.idempotent-tools/approval:';
@@ -111,7 +107,7 @@ export function askOf(
   });
   return kit.askByQuestion(approval, info, {
     answered: (key) => responses?.[`${APPROVAL_INPUT_PREFIX}${key}`],
-    canAsk: () =>
+    canAsk:
       takesForm(
         modern
           ? (envelope?.['io.modelcontextprotocol/clientCapabilities'] as Capabilities)

@@ -36,22 +36,15 @@ export const TURN_ID_META = 'io.idempotent-tools/turn-id';
 /** `_meta` field of a `CallToolResult`: `true` on a replay (`false` on a fresh one with `markFresh`). */
 export const REPLAYED_META = 'io.idempotent-tools/replayed';
 /** Default `sessionWindow`: 5 minutes (the content-based deduplication window of SQS FIFO queues). */
-export const DEFAULT_SESSION_WINDOW = 5 * 60_000;
+export const DEFAULT_SESSION_WINDOW = kit.DEFAULT_SESSION_WINDOW;
 
 /** A per-call value: fixed, or computed from the call (undefined: not known). */
 export type PerCall = kit.PerCall<ToolCallInfo>;
 
 /** Options of `idempotentServer(server, options)` and `idempotentRegisterTool(server, options)`. */
 export type IdempotentServerOptions = ExecutorOptions &
-  Omit<kit.AdapterOptions<ToolCallInfo, McpToolPolicy>, 'conversationId'> & {
-    /**
-     * How long a call that only its session identifies (stateful HTTP, no turn id from the
-     * client) is remembered, in ms: a repeat in the session within it is a retry (replayed), a
-     * repeat after it a new action (runs). `false`: such calls are refused, like calls with no
-     * identity at all (stateless HTTP, stdio without a turn id).
-     * @default 300000 (5 minutes)
-     */
-    sessionWindow?: number | false;
+  Omit<kit.AdapterOptions<ToolCallInfo, McpToolPolicy>, 'conversationId'> &
+  kit.ClientTurnOptions & {
     /** Also wrap tools annotated `readOnlyHint: true` (left as they are by default). @default false */
     wrapReadOnly?: boolean;
   };
@@ -65,10 +58,7 @@ const OPTION_CHECKS: Record<string, (value: unknown) => string | undefined> = {
     `noSessionTurnId is gone: it gave every client without a session one shared turn, so one client's call replayed another's. Have clients send ${HOW_TO}.`,
   conversationId: () =>
     `an MCP server never sees the conversation's messages, so conversationId cannot tell its turns apart. Use ${HOW_TO}.`,
-  sessionWindow: (window) =>
-    window === false || (Number.isInteger(window) && (window as number) > 0)
-      ? undefined
-      : `sessionWindow must be a whole number of milliseconds (e.g. 300000) or false, got ${String(window)}.`,
+  sessionWindow: kit.checkSessionWindow,
   wrapReadOnly: (value) =>
     typeof value === 'boolean' ? undefined : 'wrapReadOnly must be true or false.',
 };

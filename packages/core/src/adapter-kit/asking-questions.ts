@@ -5,18 +5,30 @@
  * client answers by retrying the call). Adapters say only how their framework asks.
  */
 import type { Approvals, AskApproval } from '../approvals/approvals.js';
-import type { ExecutionContext } from '../executor.js';
+import type { ExecutionContext, ToolPolicy } from '../executor.js';
 import { NotAnOutcome } from '../executor/not-an-outcome.js';
 import type { Adapter } from './adapter.js';
-import { type AskingApproval, runAsking } from './asking-approval.js';
+import { type AskingApproval, type AskingApprovalPolicy, runAsking } from './asking-approval.js';
 import { type CallInput, type CallOutcome, prepareCall } from './pipeline.js';
+import type { RepeatablePolicy } from './repeats.js';
+
+/** The policy of one tool of an adapter that asks the person itself (`Info`: its call info). */
+export type AskingToolPolicy<Args, Result, Info> = ToolPolicy<Args, Result> &
+  RepeatablePolicy & {
+    /**
+     * Ask the person before the tool runs; the answer is stored, bound to the exact call. A tool
+     * with an approval is wrapped even when it is annotated `readOnlyHint: true`.
+     * @default false
+     */
+    approval?: boolean | AskingApprovalPolicy<Info> | undefined;
+  };
 
 /** How a framework asks the person about one call. */
 export interface QuestionChannel {
   /** The answer this request carries to the question about `key` (an approval key), if any. */
   answered(key: string): unknown;
   /** Whether the person can be asked from here. */
-  canAsk(): boolean;
+  canAsk: boolean;
   /** Ask during the call and wait (the answer; a rejection is no answer). Undefined: ask by `round`. */
   push?: ((message: string) => Promise<unknown>) | undefined;
   /** The reply that carries the question about `key` (the call's outcome; nothing is stored). */
@@ -42,7 +54,7 @@ export function askByQuestion<Info>(
     if (pending && answered !== undefined) {
       return approval.answer(call, channel.accepted(answered), pending);
     }
-    if (!channel.canAsk()) throw channel.refuse();
+    if (!channel.canAsk) throw channel.refuse();
     const asked = await request();
     const message = approval.message(call);
     if (channel.push === undefined) throw new NotAnOutcome(channel.round(asked.key, message));

@@ -9,6 +9,28 @@ import { InvalidInputError } from '../errors/index.js';
 import type { ToolPolicy } from '../executor.js';
 import type { ResolvedTurn } from './turn-identity.js';
 
+/** Default `sessionWindow`: 5 minutes (the content-based deduplication window of SQS FIFO queues). */
+export const DEFAULT_SESSION_WINDOW = 5 * 60_000;
+
+/** The option of an adapter whose calls a client's session may identify. */
+export type ClientTurnOptions = {
+  /**
+   * How long a call that only its session identifies (stateful HTTP, no turn id from the
+   * client) is remembered, in ms: a repeat in the session within it is a retry (replayed), a
+   * repeat after it a new action (runs). `false`: such calls are refused, like calls with no
+   * identity at all (stateless HTTP, stdio without a turn id).
+   * @default 300000 (5 minutes)
+   */
+  sessionWindow?: number | false;
+};
+
+/** The check of `sessionWindow` (for `AdapterSpec.optionChecks`): why it is wrong, if it is. */
+export function checkSessionWindow(window: unknown): string | undefined {
+  return window === false || (Number.isInteger(window) && (window as number) > 0)
+    ? undefined
+    : `sessionWindow must be a whole number of milliseconds (e.g. 300000) or false, got ${String(window)}.`;
+}
+
 /** Where a client's request says who it is (`Info`: the adapter's call info). */
 export interface ClientTurnSpec<Info> {
   /** The request's metadata, where the client puts its key and its turn id. */

@@ -159,9 +159,12 @@ export {
 export { TURN_LINK_TOOL, type TurnLinks } from './turn-links.js';
 export {
   type ClientTurn,
+  type ClientTurnOptions,
   type ClientTurnSpec,
   type ClientTurns,
+  checkSessionWindow,
   createClientTurns,
+  DEFAULT_SESSION_WINDOW,
 } from './client-turns.js';
 export {
   type ContentMark,
@@ -180,4 +183,9 @@ export {
   wrapEntry,
   wrapRegistry,
 } from './registered-tools.js';
-export { askByQuestion, type QuestionChannel, runAskingCall } from './asking-questions.js';
+export {
+  askByQuestion,
+  type AskingToolPolicy,
+  type QuestionChannel,
+  runAskingCall,
+} from './asking-questions.js';
