@@ -19,6 +19,8 @@ import {
   withSignal,
 } from './sdk.js';
 
+/** An `isError: true` result of a tool: not stored (a retry runs again) unless `isTerminalError`. */
+export { ToolResultError } from '@idempotent-tools/core/adapter-kit';
 export {
   APPROVAL_INPUT_PREFIX,
   type McpApprovalOption,
@@ -26,8 +28,6 @@ export {
   type McpToolPolicy,
 } from './approval.js';
 export type { CallToolResult, McpServerLike, ToolCallInfo, ToolExtra } from './sdk.js';
-/** An `isError: true` result of a tool: not stored (a retry runs again) unless `isTerminalError`. */
-export { ToolResultError } from '@idempotent-tools/core/adapter-kit';
 
 /** `_meta` field of a `tools/call` request: the client's idempotency key for this one call. */
 export const IDEMPOTENCY_KEY_META = 'io.idempotent-tools/key';

@@ -5,8 +5,8 @@
  * client answers by retrying the call). Adapters say only how their framework asks.
  */
 import type { Approvals, AskApproval } from '../approvals/approvals.js';
-import type { ExecutionContext, ToolPolicy } from '../executor.js';
 import { NotAnOutcome } from '../executor/not-an-outcome.js';
+import type { ExecutionContext, ToolPolicy } from '../executor.js';
 import type { Adapter } from './adapter.js';
 import { type AskingApproval, type AskingApprovalPolicy, runAsking } from './asking-approval.js';
 import { type CallInput, type CallOutcome, prepareCall } from './pipeline.js';

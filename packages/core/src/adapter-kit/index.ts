@@ -39,6 +39,12 @@ export {
   runAsking,
 } from './asking-approval.js';
 export {
+  type AskingToolPolicy,
+  askByQuestion,
+  type QuestionChannel,
+  runAskingCall,
+} from './asking-questions.js';
+export {
   audienceOf,
   type ContextRegistry,
   createContextRegistry,
@@ -52,6 +58,23 @@ export {
   mergeSignals,
   relay,
 } from './calls.js';
+export {
+  type ClientTurn,
+  type ClientTurnOptions,
+  type ClientTurnSpec,
+  type ClientTurns,
+  checkSessionWindow,
+  createClientTurns,
+  DEFAULT_SESSION_WINDOW,
+} from './client-turns.js';
+export {
+  type ContentMark,
+  type ContentResult,
+  contentOutcome,
+  contentReply,
+  markContentResult,
+  ToolResultError,
+} from './content-results.js';
 export {
   createDispatcher,
   type DefinitionOptions,
@@ -89,6 +112,15 @@ export {
   type StandardSchemaOptions,
   type ToolPresentation,
 } from './presentation.js';
+export {
+  type EntrySpec,
+  type OwnTool,
+  type RegistrySpec,
+  registering,
+  type ToolEntry,
+  wrapEntry,
+  wrapRegistry,
+} from './registered-tools.js';
 export type {
   RepeatableOption,
   RepeatablePolicy,
@@ -157,35 +189,3 @@ export {
   type TurnSources,
 } from './turn-identity.js';
 export { TURN_LINK_TOOL, type TurnLinks } from './turn-links.js';
-export {
-  type ClientTurn,
-  type ClientTurnOptions,
-  type ClientTurnSpec,
-  type ClientTurns,
-  checkSessionWindow,
-  createClientTurns,
-  DEFAULT_SESSION_WINDOW,
-} from './client-turns.js';
-export {
-  type ContentMark,
-  type ContentResult,
-  contentOutcome,
-  contentReply,
-  markContentResult,
-  ToolResultError,
-} from './content-results.js';
-export {
-  type EntrySpec,
-  type OwnTool,
-  type RegistrySpec,
-  registering,
-  type ToolEntry,
-  wrapEntry,
-  wrapRegistry,
-} from './registered-tools.js';
-export {
-  askByQuestion,
-  type AskingToolPolicy,
-  type QuestionChannel,
-  runAskingCall,
-} from './asking-questions.js';
