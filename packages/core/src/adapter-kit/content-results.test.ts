@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { InvalidInputError } from '../errors/index.js';
 import {
+  type ContentResult,
   contentOutcome,
   contentReply,
   markContentResult,
@@ -30,7 +31,7 @@ describe('content results', () => {
   });
 
   test('markContentResult: content, _meta and structured content as the schema allows', () => {
-    const result = { content: [text('{"id":1}')], structuredContent: { id: 1 } };
+    const result: ContentResult = { content: [text('{"id":1}')], structuredContent: { id: 1 } };
     const mark = { markFresh: false, metaField: 'm/replayed' };
     const none = markContentResult(result, true, { ...mark, declared: undefined });
     expect(none._meta).toEqual({ 'm/replayed': true });
