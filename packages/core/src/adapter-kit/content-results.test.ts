@@ -35,7 +35,7 @@ describe('content results', () => {
     const mark = { markFresh: false, metaField: 'm/replayed' };
     const none = markContentResult(result, true, { ...mark, declared: undefined });
     expect(none._meta).toEqual({ 'm/replayed': true });
-    expect(JSON.parse((none.content as { text: string }[])[0]?.text as string)).toEqual({
+    expect(JSON.parse(String(none.content?.[0]?.text))).toEqual({
       id: 1,
       replayed: true,
     });
