@@ -43,14 +43,14 @@ export type McpToolPolicy = kit.AskingToolPolicy<
 /** The `inputRequests` key (2026-07-28) of an approval: this prefix and the approval key. */
 export const APPROVAL_INPUT_PREFIX = 'io.idempotent-tools/approval:';
 
-/** `approval` of a tool's policy, checked when the server is wrapped (`AdapterSpec.policyFields`). */
-export const checkApproval = kit.askingApprovalField<ToolCallInfo>({
+/** What MCP fills in of a tool's `approval`: the call's arguments, the client who decides. */
+export const approvalSpec: kit.AskingApprovalSpec<ToolCallInfo> = {
   args: (call) => call.args,
   by: (call) => {
     const who = `mcp-client ${call.authInfo?.clientId ?? call.clientName ?? 'unknown'}`;
     return call.sessionId === undefined ? who : `${who} session=${call.sessionId}`;
   },
-});
+};
 
 const warned = new Set<string>();
 

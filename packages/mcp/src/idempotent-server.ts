@@ -1,11 +1,10 @@
 import {
   ConfigurationError,
-  createApprovals,
   type ExecutionContext,
   type ExecutorOptions,
 } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
-import { askOf, checkApproval, type McpToolPolicy, watchCapabilities } from './approval.js';
+import { approvalSpec, askOf, type McpToolPolicy, watchCapabilities } from './approval.js';
 import {
   type CallToolResult,
   callbacksOf,
@@ -103,15 +102,12 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
   const o = (options ?? {}) as Record<string, unknown>;
   const ttl = typeof o.ttl === 'number' ? o.ttl : undefined; // never with { idempotency }
   const clients = clientTurns((o.sessionWindow ?? DEFAULT_SESSION_WINDOW) as number | false, ttl);
-  const adapter = kit.createAdapter<ToolCallInfo>(o as never, {
-    ...{ caller: CALLER, optionChecks: OPTION_CHECKS, repeatable: true, howTo: HOW_TO },
-    policyFields: { approval: checkApproval },
-    turn: clients.turn,
-  });
-  const approval = (name: string) =>
-    adapter.policyField(name, 'approval') as kit.AskingApproval<ToolCallInfo> | undefined;
-  const approvals = createApprovals(adapter.executor, ttl === undefined ? {} : { ttl });
-  const asking = Object.keys((o.policies ?? {}) as object).filter((name) => approval(name));
+  const spec = { caller: CALLER, optionChecks: OPTION_CHECKS, repeatable: true, howTo: HOW_TO };
+  const { adapter, approvals, approval, asking } = kit.createAskingAdapter<ToolCallInfo>(
+    o,
+    { ...spec, turn: clients.turn },
+    approvalSpec,
+  );
   if (asking.length > 0) watchCapabilities(server, asking, CALLER);
 
   /** The wrapped callback of one tool: its own (`raw`) run through the pipeline. */

@@ -5,7 +5,12 @@ import { NotAnOutcome } from '../executor/not-an-outcome.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import { createAdapter } from './adapter.js';
 import { type AskingApproval, askingApprovalField } from './asking-approval.js';
-import { askByQuestion, type QuestionChannel, runAskingCall } from './asking-questions.js';
+import {
+  askByQuestion,
+  createAskingAdapter,
+  type QuestionChannel,
+  runAskingCall,
+} from './asking-questions.js';
 
 type Info = { args: Record<string, unknown> };
 const approval = askingApprovalField<Info>({ args: (call) => call.args, by: () => 'client' })(
@@ -110,5 +115,25 @@ describe('runAskingCall', () => {
     const refused = await runAskingCall(adapter, approvals, unknown, execute, () => undefined);
     expect('output' in refused).toBe(false);
     expect(runs).toBe(1);
+  });
+});
+
+describe('createAskingAdapter', () => {
+  test('the approval field checked, the tools that ask listed, approvals over the executor', () => {
+    const options = {
+      store: createMemoryStore(),
+      turnId: 't',
+      policies: { refund: { approval: true }, send: { approval: false }, read: {} },
+    };
+    const spec = { args: (call: Info) => call.args, by: () => 'client' };
+    const asking = createAskingAdapter<Info>(options, { caller: 'test', howTo: 'turnId' }, spec);
+    expect(asking.asking).toEqual(['refund']);
+    expect(asking.approval('refund')?.timeout).toBe(600_000);
+    expect(asking.approval('send')).toBeUndefined();
+    expect(typeof asking.approvals.runAsking).toBe('function');
+    const bad = { ...options, policies: { refund: { approval: { timeout: -1 } } } };
+    expect(() => createAskingAdapter<Info>(bad, { caller: 'test', howTo: 'turnId' }, spec)).toThrow(
+      ConfigurationError,
+    );
   });
 });

@@ -4,11 +4,17 @@
  * question asked during the call (push), else the question as the call's reply (a round the
  * client answers by retrying the call). Adapters say only how their framework asks.
  */
-import type { Approvals, AskApproval } from '../approvals/approvals.js';
+import { type Approvals, type AskApproval, createApprovals } from '../approvals/approvals.js';
 import { NotAnOutcome } from '../executor/not-an-outcome.js';
 import type { ExecutionContext, ToolPolicy } from '../executor.js';
-import type { Adapter } from './adapter.js';
-import { type AskingApproval, type AskingApprovalPolicy, runAsking } from './asking-approval.js';
+import { type Adapter, type AdapterSpec, createAdapter } from './adapter.js';
+import {
+  type AskingApproval,
+  type AskingApprovalPolicy,
+  type AskingApprovalSpec,
+  askingApprovalField,
+  runAsking,
+} from './asking-approval.js';
 import { type CallInput, type CallOutcome, prepareCall } from './pipeline.js';
 import type { RepeatablePolicy } from './repeats.js';
 
@@ -22,6 +28,37 @@ export type AskingToolPolicy<Args, Result, Info> = ToolPolicy<Args, Result> &
      */
     approval?: boolean | AskingApprovalPolicy<Info> | undefined;
   };
+
+/** An adapter whose tools may ask the person first, and the approvals that keep the answers. */
+export interface AskingAdapter<Info> {
+  adapter: Adapter<Info>;
+  /** Core's approvals over the adapter's executor (with its `ttl`, if given). */
+  approvals: Approvals;
+  /** The checked `approval` of a tool (`askingApprovalField`); undefined: it asks nothing. */
+  approval(toolName: string): AskingApproval<Info> | undefined;
+  /** The tools of the policies that ask. */
+  asking: string[];
+}
+
+/**
+ * `createAdapter` with the `approval` policy field (`askingApprovalField` of `approval`), and
+ * core's approvals over its executor.
+ * @throws ConfigurationError (see `createAdapter`, `askingApprovalField`)
+ */
+export function createAskingAdapter<Info>(
+  options: Record<string, unknown>,
+  spec: AdapterSpec<Info>,
+  approval: AskingApprovalSpec<Info>,
+): AskingAdapter<Info> {
+  const policyFields = { ...spec.policyFields, approval: askingApprovalField(approval) };
+  const adapter = createAdapter<Info>(options as never, { ...spec, policyFields });
+  const asks = (name: string) =>
+    adapter.policyField(name, 'approval') as AskingApproval<Info> | undefined;
+  const ttl = typeof options.ttl === 'number' ? options.ttl : undefined; // never with { idempotency }
+  const approvals = createApprovals(adapter.executor, ttl === undefined ? {} : { ttl });
+  const asking = Object.keys((options.policies ?? {}) as object).filter((name) => asks(name));
+  return { adapter, approvals, approval: asks, asking };
+}
 
 /** How a framework asks the person about one call. */
 export interface QuestionChannel {

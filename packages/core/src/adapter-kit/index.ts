@@ -39,8 +39,10 @@ export {
   runAsking,
 } from './asking-approval.js';
 export {
+  type AskingAdapter,
   type AskingToolPolicy,
   askByQuestion,
+  createAskingAdapter,
   type QuestionChannel,
   runAskingCall,
 } from './asking-questions.js';
