@@ -6,12 +6,7 @@
  * `elicitation/create` during the call; 2026-07-28 with an `input_required` result the client
  * answers by retrying the call (`inputResponses`, keyed by the approval key).
  */
-import {
-  type Approval,
-  type AskApproval,
-  ConfigurationError,
-  type ToolPolicy,
-} from '@idempotent-tools/core';
+import { type AskApproval, ConfigurationError } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
 import {
   type CallToolResult,
@@ -35,31 +30,27 @@ export type McpApprovalPolicy = kit.AskingApprovalPolicy<ToolCallInfo>;
 export type McpApprovalOption = boolean | McpApprovalPolicy;
 
 /**
- * The policy of one MCP tool: its outcome is the tool's `CallToolResult`. `repeatable`: the
- * tool's `inputSchema` gets the `repeat` argument (deliberate repeats, see the README).
+ * The policy of one MCP tool: its outcome is the tool's `CallToolResult`; `approval` asks the user
+ * through MCP elicitation (see the README's "Approvals"); `repeatable` gives the tool's
+ * `inputSchema` the `repeat` argument (deliberate repeats, see the README).
  */
-export type McpToolPolicy = ToolPolicy<Record<string, unknown>, CallToolResult> &
-  kit.RepeatablePolicy & {
-    /**
-     * Ask the user (MCP elicitation) before the tool runs; the answer is stored, bound to the
-     * exact call (see the README's "Approvals"). A tool with an approval is wrapped even when it
-     * is annotated `readOnlyHint: true`.
-     * @default false
-     */
-    approval?: McpApprovalOption | undefined;
-  };
+export type McpToolPolicy = kit.AskingToolPolicy<
+  Record<string, unknown>,
+  CallToolResult,
+  ToolCallInfo
+>;
 
 /** The `inputRequests` key (2026-07-28) of an approval: this prefix and the approval key. */
 export const APPROVAL_INPUT_PREFIX = 'io.idempotent-tools/approval:';
 
-/** `approval` of a tool's policy, checked when the server is wrapped (`AdapterSpec.policyFields`). */
-export const checkApproval = kit.askingApprovalField<ToolCallInfo>({
+/** What MCP fills in of a tool's `approval`: the call's arguments, the client who decides. */
+export const approvalSpec: kit.AskingApprovalSpec<ToolCallInfo> = {
   args: (call) => call.args,
   by: (call) => {
     const who = `mcp-client ${call.authInfo?.clientId ?? call.clientName ?? 'unknown'}`;
     return call.sessionId === undefined ? who : `${who} session=${call.sessionId}`;
   },
-});
+};
 
 const warned = new Set<string>();
 
@@ -96,9 +87,8 @@ function pushElicitation(server: McpServerLike, extra: ToolExtra, timeout: numbe
 
 /**
  * How MCP asks the user about one call of an approval tool (undefined for other tools), for
- * core's `runAsking`: the answer the client's retry carries (2026-07-28), else an elicitation.
- * An `input_required` round is the reply (`NotAnOutcome`); the user closing the question an
- * `ApprovalPendingError`; a client that cannot be asked a `ConfigurationError`.
+ * core's `runAsking`: the answer the client's retry carries (2026-07-28), else an elicitation
+ * (push-style, or an `input_required` round); a client that cannot be asked a `ConfigurationError`.
  */
 export function askOf(
   approval: kit.AskingApproval<ToolCallInfo> | undefined,
@@ -110,34 +100,39 @@ export function askOf(
   const envelope = extra.mcpReq?.envelope;
   const modern = envelope?.['io.modelcontextprotocol/protocolVersion'] !== undefined;
   const responses = (extra.mcpReq as { inputResponses?: Record<string, unknown> })?.inputResponses;
-  const answerOf = (answer: unknown, asked: Approval) => {
-    const action = (answer as { action?: unknown } | undefined)?.action;
-    const accepted = action === 'accept' ? true : action === 'decline' ? false : undefined;
-    return approval.answer(info, accepted, asked);
-  };
-  return async ({ pending, request }) => {
-    // 2026-07-28: the retry carrying the user's answer (only to a question this server asked).
-    const answered = pending && responses?.[`${APPROVAL_INPUT_PREFIX}${pending.key}`];
-    if (pending && answered !== undefined) return answerOf(answered, pending);
-    const capabilities = modern
-      ? (envelope?.['io.modelcontextprotocol/clientCapabilities'] as Capabilities)
-      : sessionOf(server)?.getClientCapabilities?.();
-    const elicit = modern ? undefined : pushElicitation(server, extra, approval.timeout);
-    if (!takesForm(capabilities) || (!modern && elicit === undefined)) {
-      throw new ConfigurationError({
+  const elicit = modern ? undefined : pushElicitation(server, extra, approval.timeout);
+  const params = (message: string) => ({
+    message,
+    requestedSchema: { type: 'object', properties: {} },
+  });
+  return kit.askByQuestion(approval, info, {
+    answered: (key) => responses?.[`${APPROVAL_INPUT_PREFIX}${key}`],
+    canAsk:
+      takesForm(
+        modern
+          ? (envelope?.['io.modelcontextprotocol/clientCapabilities'] as Capabilities)
+          : sessionOf(server)?.getClientCapabilities?.(),
+      ) &&
+      (modern || elicit !== undefined),
+    push: elicit && ((message) => elicit(params(message))),
+    round: (key, message) => {
+      const question = {
+        method: 'elicitation/create',
+        params: { mode: 'form', ...params(message) },
+      };
+      return {
+        resultType: 'input_required',
+        inputRequests: { [`${APPROVAL_INPUT_PREFIX}${key}`]: question },
+      };
+    },
+    accepted: (answer) => {
+      const action = (answer as { action?: unknown } | undefined)?.action;
+      return action === 'accept' ? true : action === 'decline' ? false : undefined;
+    },
+    refuse: () =>
+      new ConfigurationError({
         option: 'approval',
         message: `${toolName} needs the user's approval before it runs, and this MCP client cannot be asked (it did not declare the elicitation capability on this connection, or a stateless server never saw its capabilities). Nothing ran. Tell the user to approve it from a client that supports elicitation; do not retry from this one.`,
-      });
-    }
-    const asked = await request();
-    const params = {
-      message: approval.message(info),
-      requestedSchema: { type: 'object', properties: {} },
-    };
-    // No answer (timed out, the client went away, it failed to ask): nothing is decided.
-    if (elicit !== undefined) return answerOf(await elicit(params).catch(() => undefined), asked);
-    const question = { method: 'elicitation/create', params: { mode: 'form', ...params } };
-    const inputRequests = { [`${APPROVAL_INPUT_PREFIX}${asked.key}`]: question };
-    throw new kit.NotAnOutcome({ resultType: 'input_required', inputRequests });
-  };
+      }),
+  });
 }

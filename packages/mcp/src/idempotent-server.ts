@@ -1,27 +1,25 @@
 import {
   ConfigurationError,
-  createApprovals,
   type ExecutionContext,
   type ExecutorOptions,
-  InvalidInputError,
-  markReplayed,
-  type ToolPolicy,
 } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
-import { askOf, checkApproval, type McpToolPolicy, watchCapabilities } from './approval.js';
+import { approvalSpec, askOf, type McpToolPolicy, watchCapabilities } from './approval.js';
 import {
   type CallToolResult,
   callbacksOf,
   callInfo,
+  outputDeclaresReplayed as declared,
   entryField,
   type McpServerLike,
-  outputDeclaresReplayed,
   type RegisteredTool,
   type ToolCallInfo,
   type ToolExtra,
   withSignal,
 } from './sdk.js';
 
+/** An `isError: true` result of a tool: not stored (a retry runs again) unless `isTerminalError`. */
+export { ToolResultError } from '@idempotent-tools/core/adapter-kit';
 export {
   APPROVAL_INPUT_PREFIX,
   type McpApprovalOption,
@@ -37,41 +35,18 @@ export const TURN_ID_META = 'io.idempotent-tools/turn-id';
 /** `_meta` field of a `CallToolResult`: `true` on a replay (`false` on a fresh one with `markFresh`). */
 export const REPLAYED_META = 'io.idempotent-tools/replayed';
 /** Default `sessionWindow`: 5 minutes (the content-based deduplication window of SQS FIFO queues). */
-export const DEFAULT_SESSION_WINDOW = 5 * 60_000;
+export const DEFAULT_SESSION_WINDOW = kit.DEFAULT_SESSION_WINDOW;
 
 /** A per-call value: fixed, or computed from the call (undefined: not known). */
 export type PerCall = kit.PerCall<ToolCallInfo>;
 
 /** Options of `idempotentServer(server, options)` and `idempotentRegisterTool(server, options)`. */
 export type IdempotentServerOptions = ExecutorOptions &
-  Omit<kit.AdapterOptions<ToolCallInfo, McpToolPolicy>, 'conversationId'> & {
-    /**
-     * How long a call that only its session identifies (stateful HTTP, no turn id from the
-     * client) is remembered, in ms: a repeat in the session within it is a retry (replayed), a
-     * repeat after it a new action (runs). `false`: such calls are refused, like calls with no
-     * identity at all (stateless HTTP, stdio without a turn id).
-     * @default 300000 (5 minutes)
-     */
-    sessionWindow?: number | false;
+  Omit<kit.AdapterOptions<ToolCallInfo, McpToolPolicy>, 'conversationId'> &
+  kit.ClientTurnOptions & {
     /** Also wrap tools annotated `readOnlyHint: true` (left as they are by default). @default false */
     wrapReadOnly?: boolean;
   };
-
-/**
- * An `isError: true` result of a tool: not stored (the claim is released, so a retry runs
- * again), unless `isTerminalError` says so; `isTerminalError` receives this error.
- */
-export class ToolResultError extends Error {
-  readonly result: CallToolResult;
-  constructor(result: CallToolResult) {
-    const text = (result.content ?? []).flatMap((part) =>
-      part.type === 'text' && typeof part.text === 'string' ? [part.text] : [],
-    );
-    super(text.join('\n') || 'The tool returned an error result.');
-    this.name = 'ToolResultError';
-    this.result = result;
-  }
-}
 
 type Handler = (...params: unknown[]) => unknown;
 const CALLER = 'idempotentServer';
@@ -82,10 +57,7 @@ const OPTION_CHECKS: Record<string, (value: unknown) => string | undefined> = {
     `noSessionTurnId is gone: it gave every client without a session one shared turn, so one client's call replayed another's. Have clients send ${HOW_TO}.`,
   conversationId: () =>
     `an MCP server never sees the conversation's messages, so conversationId cannot tell its turns apart. Use ${HOW_TO}.`,
-  sessionWindow: (window) =>
-    window === false || (Number.isInteger(window) && (window as number) > 0)
-      ? undefined
-      : `sessionWindow must be a whole number of milliseconds (e.g. 300000) or false, got ${String(window)}.`,
+  sessionWindow: kit.checkSessionWindow,
   wrapReadOnly: (value) =>
     typeof value === 'boolean' ? undefined : 'wrapReadOnly must be true or false.',
 };
@@ -101,123 +73,53 @@ export function idempotencyContext(extra: object): ExecutionContext | undefined 
   return contexts.get(extra);
 }
 
-/** Where a turn the client gave comes from; `session` turns are kept for `sessionWindow` only. */
-type Source = { turnId: string; kind: 'key' | 'client' | 'task' | 'session'; key?: unknown[] };
-
 /** The turn the client gave: its key, its turn id, its task, else its session (scoped by client). */
-function clientTurn(call: ToolCallInfo, window: number | false): Source | undefined {
-  const meta = (field: string) => {
-    const value = call.meta?.[field];
-    if (value === undefined || (typeof value === 'string' && value !== '')) return value;
-    throw new InvalidInputError({
-      field,
-      message: `_meta["${field}"] must be a non-empty string, got ${JSON.stringify(value) ?? typeof value}. Send a unique id (e.g. a UUID), or leave the field out.`,
-    });
-  };
-  const known = [call.authInfo?.clientId, call.clientName];
-  const who = known.every((part) => part === undefined) ? [] : known.map((part) => part ?? null);
-  const scoped = (prefix: string, id: string) =>
-    `${prefix}:${who.length === 0 ? id : JSON.stringify([...who, id])}`;
-  const key = meta(IDEMPOTENCY_KEY_META);
-  if (key !== undefined)
-    return { kind: 'key', turnId: scoped('key', key), key: ['client-key', ...who, key] };
-  const turn = meta(TURN_ID_META);
-  if (turn !== undefined) return { kind: 'client', turnId: scoped('turn', turn) };
-  const task = (call.meta?.['io.modelcontextprotocol/related-task'] as { taskId?: unknown })
-    ?.taskId;
-  if (typeof task === 'string' && task !== '')
-    return { kind: 'task', turnId: scoped('task', task) };
-  if (call.sessionId === undefined || window === false) return undefined;
-  return { kind: 'session', turnId: `session:${call.sessionId}` };
-}
-
-/** A replayed (with `markFresh`, a fresh) result, marked in content, `_meta` and structuredContent. */
-function markResult(result: CallToolResult, replayed: boolean, tool: RegisteredTool) {
-  const content = kit.markContent(result.content ?? [], replayed);
-  const marked = { ...result, content, _meta: { ...result._meta, [REPLAYED_META]: replayed } };
-  // `replayed` in the structured content only where the output schema lets it in.
-  const declared = outputDeclaresReplayed(tool);
-  const structured = result.structuredContent;
-  if (structured === undefined || declared === false) return marked;
-  if (declared === true) return { ...marked, structuredContent: { ...structured, replayed } };
-  if (Object.hasOwn(structured, 'replayed')) return marked;
-  return { ...marked, structuredContent: markReplayed(structured, replayed, { markFresh: true }) };
-}
-
-/** A `CallOutcome` as the SDK's reply: an `isError` result the model reads, or the tool's own. */
-function replyOf(outcome: kit.CallOutcome): CallToolResult {
-  if ('output' in outcome) return outcome.output as CallToolResult;
-  const error =
-    'text' in outcome ? undefined : 'error' in outcome ? outcome.error : outcome.developer;
-  if (error instanceof ToolResultError) return error.result;
-  const text = 'text' in outcome ? outcome.text : kit.errorText(error);
-  if (text === undefined) throw error; // the tool's own error: the SDK reports it as usual
-  return { content: [{ type: 'text', text }], isError: true };
-}
+const clientTurns = (window: number | false, ttl: number | undefined) =>
+  kit.createClientTurns<ToolCallInfo>({
+    ...{ window, ttl, keyField: IDEMPOTENCY_KEY_META, turnField: TURN_ID_META },
+    label: (field) => `_meta["${field}"]`,
+    meta: (call) => call.meta,
+    task: (call) =>
+      (call.meta?.['io.modelcontextprotocol/related-task'] as { taskId?: unknown })?.taskId,
+    session: (call) => call.sessionId,
+    who: (call) => [call.authInfo?.clientId, call.clientName],
+  });
 
 /** Check the options and make the adapter; returns what wraps one registered tool. */
 function prepare(server: McpServerLike, options: IdempotentServerOptions) {
-  const refuse = (option: string, why: string) =>
-    new ConfigurationError({ option, message: `${CALLER}: ${why}` });
+  const refuse = (why: string) =>
+    new ConfigurationError({ option: 'server', message: `${CALLER}: ${why}` });
   if (typeof server?.registerTool !== 'function') {
     throw refuse(
-      'server',
       'pass an McpServer (new McpServer(...) from @modelcontextprotocol/server or @modelcontextprotocol/sdk/server/mcp.js).',
     );
   }
   if (kit.isWrapped(server)) {
     throw refuse(
-      'server',
       'this server is already made idempotent: give per-tool options in its policies, exclude and unsafe.',
     );
   }
   const o = (options ?? {}) as Record<string, unknown>;
-  const window = (o.sessionWindow ?? DEFAULT_SESSION_WINDOW) as number | false;
-  const adapter = kit.createAdapter<ToolCallInfo>(o as never, {
-    caller: CALLER,
-    optionChecks: OPTION_CHECKS,
-    repeatable: true,
-    howTo: HOW_TO,
-    policyFields: { approval: checkApproval },
-    turn: (call) => clientTurn(call, window)?.turnId,
-  });
-  const approval = (name: string) =>
-    adapter.policyField(name, 'approval') as kit.AskingApproval<ToolCallInfo> | undefined;
   const ttl = typeof o.ttl === 'number' ? o.ttl : undefined; // never with { idempotency }
-  const approvals = createApprovals(adapter.executor, ttl === undefined ? {} : { ttl });
-  const asking = Object.keys((o.policies ?? {}) as object).filter(
-    (name) => approval(name) !== undefined,
+  const clients = clientTurns((o.sessionWindow ?? DEFAULT_SESSION_WINDOW) as number | false, ttl);
+  const spec = { caller: CALLER, optionChecks: OPTION_CHECKS, repeatable: true, howTo: HOW_TO };
+  const { adapter, approvals, approval, asking } = kit.createAskingAdapter<ToolCallInfo>(
+    o,
+    { ...spec, turn: clients.turn },
+    approvalSpec,
   );
   if (asking.length > 0) watchCapabilities(server, asking, CALLER);
 
-  /** The call's policy: the tool's, with the client's key or the session window. */
-  const policyOf = (call: ToolCallInfo, turn: { source: string } | undefined, own?: ToolPolicy) => {
-    const source = clientTurn(call, window);
-    if (own?.businessKey !== undefined || source === undefined) return { ...own };
-    if (source.kind === 'key') return { ...own, businessKey: () => source.key };
-    // A turn only the session gives is remembered for the session window, not the ttl.
-    if (source.kind !== 'session' || turn?.source !== 'framework' || window === false) {
-      return { ...own };
-    }
-    return { ...own, ttl: Math.min(window, own?.ttl ?? ttl ?? window) };
-  };
-
-  /** Make one registered tool idempotent (or mark it unsafe), now and after `update(...)`. */
-  return (name: unknown, tool: RegisteredTool) => {
-    if (typeof name !== 'string' || tool === null || typeof tool !== 'object') return;
-    const field = entryField(tool);
-    const { description, annotations, inputSchema } = tool;
-    const raw = { name, handler: tool[field], description, annotations, inputSchema };
+  /** The wrapped callback of one tool: its own (`raw`) run through the pipeline. */
+  const wrappedOf = (raw: kit.OwnTool<RegisteredTool>, tool: RegisteredTool) => {
     const mark = (value: unknown, replayed: boolean) =>
-      replayed || adapter.markFresh ? markResult(value as CallToolResult, replayed, tool) : value;
-
-    const wrapped = kit.markWrapped(async (...params: unknown[]) => {
+      kit.markContentResult(value as CallToolResult, replayed, {
+        ...{ markFresh: adapter.markFresh, metaField: REPLAYED_META, declared: declared(tool) },
+      });
+    return async (...params: unknown[]) => {
       const extra = params[params.length - 1] as ToolExtra;
       const input = (params.length > 1 ? params[0] : undefined) ?? {};
       const info = (args: unknown) => callInfo(raw.name, args as never, extra, server);
-      const given = { toolName: raw.name, input, parsed: true, info, policy: policyOf };
-      const prepared = await kit.prepareCall(adapter, given);
-      if (!('prepared' in prepared)) return replyOf(prepared);
       // A tool without arguments whose schema only the repeat argument made is still called so.
       const hasArgs =
         params.length > 1 && (!adapter.repeats(raw.name) || raw.inputSchema !== undefined);
@@ -228,72 +130,34 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
         const output = (await handler(...(hasArgs ? [args, inner] : [inner]))) as CallToolResult;
         // A 2026-07-28 `input_required` round is never the outcome: the claim is released.
         if (output?.resultType === 'input_required') throw new kit.NotAnOutcome(output);
-        if (output?.isError === true) throw new ToolResultError(output);
-        return output;
+        return kit.contentOutcome(output);
       };
-      const ask = askOf(approval(raw.name), server, prepared.prepared.info);
-      return replyOf(
-        await kit.runAsking(adapter, approvals, prepared.prepared, execute, ask, mark),
-      );
-    });
+      const given = { toolName: raw.name, input, parsed: true, info, policy: clients.policy };
+      const ask = (call: ToolCallInfo) => askOf(approval(raw.name), server, call);
+      const run = kit.runAskingCall(adapter, approvals, given, execute, ask, mark);
+      return kit.contentReply(await run);
+    };
+  };
 
-    const apply = () => {
-      for (const own of callbacksOf(tool)) {
-        if (own !== wrapped) kit.refuseWrapped(raw.name, own, CALLER);
-      }
-      const treatment = adapter.treatment(raw.name);
-      const readOnly = raw.annotations?.readOnlyHint === true && o.wrapReadOnly !== true;
-      const kind =
-        typeof raw.handler !== 'function' || treatment === 'exclude'
-          ? 'skip'
-          : treatment === 'unsafe'
-            ? 'unsafe'
-            : readOnly && approval(raw.name) === undefined // never run unapproved
-              ? 'skip'
-              : 'wrap';
-      const present = kit.presentTool(adapter, raw.name, CALLER);
-      tool.inputSchema =
-        kind !== 'wrap'
-          ? raw.inputSchema
-          : field === 'executor'
-            ? present.standardSchema(raw.inputSchema)
-            : present.zodSchema(raw.inputSchema, require);
+  /** Make one registered tool idempotent (or mark it unsafe), now and after `update(...)`. */
+  return (name: unknown, tool: RegisteredTool) => {
+    if (typeof name !== 'string' || tool === null || typeof tool !== 'object') return;
+    const field = entryField(tool);
+    kit.wrapEntry(name, tool, {
+      ...{ adapter: adapter as kit.Adapter<never>, caller: CALLER, field, callbacks: callbacksOf },
+      ...{ schemaUpdate: 'paramsSchema', wrapReadOnly: o.wrapReadOnly === true },
+      asks: (tool) => approval(tool) !== undefined,
+      wrapped: (raw) => wrappedOf(raw, tool),
+      schema: (present, own) =>
+        field === 'executor' ? present.standardSchema(own) : present.zodSchema(own, require),
       // 2.x memoises the JSON of a tool's input schema: forget it once the schema changed.
-      delete (server as { _toolInputSchemaJson?: Record<string, unknown> })._toolInputSchemaJson?.[
-        raw.name
-      ];
-      tool.description = kind === 'skip' ? raw.description : present.describe(raw.description);
-      // `idempotentHint` only where it is true: unsafe, or a business key (one call across turns).
-      const keyed = kind === 'wrap' && adapter.policy(raw.name)?.businessKey !== undefined;
-      const hint = kind === 'unsafe' ? false : keyed ? true : undefined;
-      const own = hint === undefined || raw.annotations?.idempotentHint !== undefined;
-      tool.annotations = own ? raw.annotations : { ...raw.annotations, idempotentHint: hint };
-      tool[field] = kind === 'wrap' ? wrapped : raw.handler;
-    };
-
-    // A later `update({ callback, description, annotations, name })` is wrapped again.
-    const update = tool.update.bind(tool);
-    tool.update = (updates) => {
-      update(updates);
-      if (typeof updates.name === 'string') raw.name = updates.name;
-      if (updates.paramsSchema !== undefined) raw.inputSchema = tool.inputSchema;
-      if (tool[field] !== wrapped) raw.handler = tool[field]; // a new callback (2.x: a new executor)
-      if (updates.description !== undefined) raw.description = updates.description as string;
-      if (updates.annotations !== undefined) raw.annotations = updates.annotations as never;
-      apply();
-    };
-    apply();
+      changed: (name) => {
+        delete (server as { _toolInputSchemaJson?: Record<string, unknown> })
+          ._toolInputSchemaJson?.[name];
+      },
+    });
   };
 }
-
-/** `registerTool` (or 1.x `tool`) of `server` that wraps each tool it registers. */
-const registering =
-  (server: McpServerLike, original: Handler, wrap: ReturnType<typeof prepare>) =>
-  (...args: unknown[]) => {
-    const registered = original.apply(server, args);
-    wrap(args[0], registered as RegisteredTool);
-    return registered;
-  };
 
 /**
  * Make every tool of an MCP server (`@modelcontextprotocol/sdk` 1.x or
@@ -308,19 +172,14 @@ export function idempotentServer<S extends McpServerLike>(
   options: IdempotentServerOptions,
 ): S {
   const wrap = prepare(server, options);
-  const tools = Object.entries((server as { _registeredTools?: object })._registeredTools ?? {});
-  // Refused before any tool is changed: tools an idempotentRegisterTool of this server made.
-  for (const [name, tool] of tools) {
-    for (const own of callbacksOf(tool)) kit.refuseWrapped(name, own, CALLER);
-  }
-  for (const [name, tool] of tools) wrap(name, tool);
-  for (const method of ['registerTool', 'tool'] as const) {
-    const original = (server as Record<string, unknown>)[method];
-    if (typeof original !== 'function') continue;
-    const value = registering(server, original as Handler, wrap);
-    Object.defineProperty(server, method, { configurable: true, writable: true, value });
-  }
-  return kit.markWrapped(server);
+  const tools = (server as { _registeredTools?: object })._registeredTools ?? {};
+  const registered = Object.entries(tools) as [string, RegisteredTool][];
+  const methods = ['registerTool', 'tool'];
+  return kit.wrapRegistry(
+    server,
+    { caller: CALLER, methods, registered, callbacks: callbacksOf },
+    wrap,
+  );
 }
 
 /**
@@ -332,5 +191,5 @@ export function idempotentRegisterTool<S extends McpServerLike>(
   options: IdempotentServerOptions,
 ): S['registerTool'] {
   const wrap = prepare(server, options);
-  return registering(server, server.registerTool as never, wrap) as unknown as S['registerTool'];
+  return kit.registering(server, server.registerTool as never, wrap) as S['registerTool'];
 }

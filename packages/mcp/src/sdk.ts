@@ -3,6 +3,7 @@
  * (`@modelcontextprotocol/sdk`) calls a tool's `handler` / `callback` as `(args, extra)` or
  * `(extra)`, 2.x (`@modelcontextprotocol/server`) its `executor(args, ctx)`.
  */
+import { type ContentResult, mergeSignals } from '@idempotent-tools/core/adapter-kit';
 
 /** What the SDK hands a tool callback besides its arguments: 1.x `extra`, or 2.x `ctx`. */
 export interface ToolExtra {
@@ -31,13 +32,7 @@ export type AuthInfoLike = {
 };
 
 /** A `CallToolResult` of either SDK, as far as the adapter reads it. */
-export interface CallToolResult {
-  content?: Array<{ type: string; [field: string]: unknown }>;
-  structuredContent?: Record<string, unknown>;
-  isError?: boolean;
-  _meta?: Record<string, unknown>;
-  [field: string]: unknown;
-}
+export type CallToolResult = ContentResult;
 
 /** A registered tool of either SDK's `McpServer`. */
 export interface RegisteredTool {
@@ -114,8 +109,7 @@ export function callInfo(
 
 /** A copy of `extra` whose request signal also aborts with `signal` (the call lost its claim). */
 export function withSignal(extra: ToolExtra, signal: AbortSignal): ToolExtra {
-  const own = extra.mcpReq?.signal ?? extra.signal;
-  const both = own === undefined ? signal : AbortSignal.any([own, signal]);
+  const both = mergeSignals(extra.mcpReq?.signal ?? extra.signal, signal);
   return extra.mcpReq !== undefined
     ? { ...extra, mcpReq: { ...extra.mcpReq, signal: both } }
     : { ...extra, signal: both };

@@ -39,6 +39,14 @@ export {
   askingApprovalField,
   runAsking,
 } from './asking-approval.js';
+export {
+  type AskingAdapter,
+  type AskingToolPolicy,
+  askByQuestion,
+  createAskingAdapter,
+  type QuestionChannel,
+  runAskingCall,
+} from './asking-questions.js';
 export { type CallReceipt, type ReceiptedOutcome, runWithReceipt } from './call-receipts.js';
 export {
   audienceOf,
@@ -55,6 +63,23 @@ export {
   relay,
 } from './calls.js';
 export { type ChatMessage, chatRunReader, createRunEnds, type RunEnds } from './chat-runs.js';
+export {
+  type ClientTurn,
+  type ClientTurnOptions,
+  type ClientTurnSpec,
+  type ClientTurns,
+  checkSessionWindow,
+  createClientTurns,
+  DEFAULT_SESSION_WINDOW,
+} from './client-turns.js';
+export {
+  type ContentMark,
+  type ContentResult,
+  contentOutcome,
+  contentReply,
+  markContentResult,
+  ToolResultError,
+} from './content-results.js';
 export {
   createDispatcher,
   type DefinitionOptions,
@@ -93,6 +118,15 @@ export {
   type StandardSchemaOptions,
   type ToolPresentation,
 } from './presentation.js';
+export {
+  type EntrySpec,
+  type OwnTool,
+  type RegistrySpec,
+  registering,
+  type ToolEntry,
+  wrapEntry,
+  wrapRegistry,
+} from './registered-tools.js';
 export type {
   RepeatableOption,
   RepeatablePolicy,
