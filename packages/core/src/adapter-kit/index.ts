@@ -68,6 +68,16 @@ export {
   type ToolErrorOutputOption,
   type ToolHandler,
 } from './dispatch-calls.js';
+export {
+  createGatedCalls,
+  decidedFirst,
+  type GatedCall,
+  type GatedCalls,
+  type GatedDecision,
+  gatedCallOf,
+  policyAsks,
+  waitingCall,
+} from './gated-calls.js';
 export { returnOrThrow } from './outcomes.js';
 export {
   type CallInput,
@@ -114,6 +124,7 @@ export {
   toolResultOf,
 } from './results.js';
 export { createRunnerStop, type RunnerStop } from './runner-stop.js';
+export { runSuspendable } from './suspensions.js';
 export {
   createTaskAdapter,
   type TaskAdapter,

@@ -1,0 +1,124 @@
+import { describe, expect, test } from 'vitest';
+import { createApprovals } from '../approvals/approvals.js';
+import { ApprovalConflictError, DriftError, InvalidInputError } from '../errors/index.js';
+import { createMemoryStore } from '../store/memory-store.js';
+import { createAdapter } from './adapter.js';
+import { createGatedCalls, gatedCallOf, waitingCall } from './gated-calls.js';
+import { type PreparedCall, prepareCall } from './pipeline.js';
+
+type Info = { args: unknown };
+
+function setup(gated = true) {
+  const adapter = createAdapter<Info>(
+    { store: createMemoryStore(), turnId: 't1' },
+    { caller: 'test', toolNames: ['pay'], howTo: 'turnId' },
+  );
+  const approvals = createApprovals(adapter.executor);
+  const gate = createGatedCalls(approvals, { toolName: 'pay', policy: undefined, gated });
+  const prepare = async (args: unknown) => {
+    const prepared = await prepareCall(adapter, {
+      toolName: 'pay',
+      input: args,
+      parsed: true,
+      info: (a) => ({ args: a }),
+    });
+    return (prepared as { prepared: PreparedCall<unknown> }).prepared;
+  };
+  const runs: unknown[] = [];
+  const run = async (args: unknown, approved: boolean, ref = 'call_1') =>
+    gate.run(adapter as never, await prepare(args), { approved, ref, by: 'gate', args }, () => {
+      runs.push(args);
+      return { paid: runs.length };
+    });
+  return { adapter, approvals, gate, prepare, run, runs };
+}
+
+describe('createGatedCalls: a gate before execute, bound to the emitted call', () => {
+  test('an approved call the model emitted (seen streaming) runs once, approved on the store', async () => {
+    const { gate, run, runs, approvals, prepare } = setup();
+    gate.started('call_1');
+    await gate.announced('call_1', false, { args: { cents: 5 } });
+    expect(await run({ cents: 5 }, true)).toEqual({ output: { paid: 1 } });
+    expect(await run({ cents: 5 }, true)).toEqual({ output: { paid: 1, replayed: true } });
+    expect(runs).toHaveLength(1);
+    const approval = await approvals.getApproval(
+      approvals.keyOf((await prepare({ cents: 5 })).call),
+    );
+    expect(approval).toMatchObject({ status: 'approved', by: 'gate' });
+  });
+
+  test('an approval of other arguments than the emitted ones, or of a call never emitted, runs nothing', async () => {
+    const { gate, run, runs } = setup();
+    await gate.announced('call_1', true, { args: { cents: 5 } });
+    const edited = await run({ cents: 500 }, true);
+    expect('text' in edited && edited.text).toContain('drift');
+    const unasked = await run({ cents: 5 }, true, 'call_2');
+    expect('output' in unasked).toBe(false);
+    expect(runs).toEqual([]);
+  });
+
+  test('an announcement that is neither streamed nor of a first pass, or refused, records nothing', async () => {
+    const { gate, run, runs } = setup();
+    await gate.announced('call_1', false, { args: { cents: 5 } }); // a resumed run's snapshot
+    gate.started('call_2');
+    await gate.announced('call_2', false, undefined); // the schema refused it
+    expect('output' in (await run({ cents: 5 }, true))).toBe(false);
+    expect('output' in (await run({ cents: 5 }, true, 'call_2'))).toBe(false);
+    expect(runs).toEqual([]);
+  });
+
+  test('a run-wide gate (not the tool own) approves without the emitted check; unapproved calls run as usual', async () => {
+    const { run, runs } = setup(false);
+    expect(await run({ cents: 7 }, true)).toEqual({ output: { paid: 1 } });
+    expect(await run({ cents: 8 }, false)).toEqual({ output: { paid: 2 } });
+    expect(runs).toHaveLength(2);
+  });
+
+  test('the handle: a decision out of the run is stored first and stands; a rejection is refused in the run', async () => {
+    const { gate, prepare, run, runs } = setup();
+    await gate.announced('call_1', true, { args: { cents: 5 } });
+    const tool = gate.handle(async (args) =>
+      (args as { cents: number }).cents < 0 ? undefined : { args, prepared: await prepare(args) },
+    );
+    const handle = gatedCallOf(tool);
+    expect(handle).toBeDefined();
+    expect(gatedCallOf({})).toBeUndefined();
+    if (handle === undefined) return;
+    await expect(handle.request({ cents: -1 }, {}, 'call_1')).rejects.toThrow(InvalidInputError);
+    await expect(handle.request({ cents: 9 }, {}, 'call_1')).rejects.toThrow(DriftError);
+    const asked = await handle.request({ cents: 5 }, {}, 'call_1');
+    expect(asked.status).toBe('pending');
+    const rejected = { decision: 'rejected', by: 'bob', reason: 'no' } as const;
+    expect(await handle.decide(asked, rejected)).toMatchObject({ status: 'rejected', by: 'bob' });
+    expect(await handle.decide(asked, rejected)).toMatchObject({ status: 'rejected' });
+    await expect(handle.decide(asked, { decision: 'approved', by: 'eve' })).rejects.toThrow(
+      ApprovalConflictError,
+    );
+    const outcome = await run({ cents: 5 }, true);
+    expect('text' in outcome ? outcome.text : outcome).toContain('rejected');
+    expect(runs).toEqual([]);
+  });
+});
+
+describe('waitingCall: the one call of a suspended run that waits for an approval', () => {
+  const calls = [
+    { toolCallId: 'a', requiresApproval: true },
+    { toolCallId: 'b', requiresApproval: false },
+    { toolCallId: 'c', requiresApproval: true },
+  ];
+  test('the named one; none, several, or no run id: InvalidInputError naming the field', () => {
+    expect(waitingCall('r1', calls, 'c')).toBe(calls[2]);
+    expect(waitingCall('r1', calls.slice(0, 2), undefined)).toBe(calls[0]);
+    const field = (f: () => unknown) => {
+      try {
+        f();
+      } catch (error) {
+        return InvalidInputError.isInstance(error) ? error.field : error;
+      }
+    };
+    expect(field(() => waitingCall('r1', calls, undefined))).toBe('toolCallId');
+    expect(field(() => waitingCall('r1', calls, 'b'))).toBe('toolCallId');
+    expect(field(() => waitingCall('r1', undefined, undefined))).toBe('toolCallId');
+    expect(field(() => waitingCall('', calls, 'a'))).toBe('runId');
+  });
+});
