@@ -3,7 +3,13 @@ import { createApprovals } from '../approvals/approvals.js';
 import { ApprovalConflictError, DriftError, InvalidInputError } from '../errors/index.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import { createAdapter } from './adapter.js';
-import { createGatedCalls, gatedCallOf, waitingCall } from './gated-calls.js';
+import {
+  createGatedCalls,
+  decidedFirst,
+  gatedCallOf,
+  policyAsks,
+  waitingCall,
+} from './gated-calls.js';
 import { type PreparedCall, prepareCall } from './pipeline.js';
 
 type Info = { args: unknown };
@@ -120,5 +126,65 @@ describe('waitingCall: the one call of a suspended run that waits for an approva
     expect(field(() => waitingCall('r1', calls, 'b'))).toBe('toolCallId');
     expect(field(() => waitingCall('r1', undefined, undefined))).toBe('toolCallId');
     expect(field(() => waitingCall('', calls, 'a'))).toBe('runId');
+  });
+});
+
+describe('policyAsks: a framework approval policy', () => {
+  test('true, or a function saying so (given the args); a throwing function asks', async () => {
+    expect(await policyAsks(true)).toBe(true);
+    expect(await policyAsks(false)).toBe(false);
+    expect(await policyAsks(undefined)).toBe(false);
+    const seen: unknown[] = [];
+    const big = async (input: { cents: number }, context: unknown) => {
+      seen.push(context);
+      return input.cents > 100;
+    };
+    expect(await policyAsks(big, { cents: 500 }, 'ctx')).toBe(true);
+    expect(await policyAsks(big, { cents: 5 }, 'ctx')).toBe(false);
+    expect(seen).toEqual(['ctx', 'ctx']);
+    expect(
+      await policyAsks(() => {
+        throw new Error('cannot tell');
+      }),
+    ).toBe(true);
+  });
+});
+
+describe('decidedFirst: a resume method with the decision stored first', () => {
+  test('the decision is recorded before the resume; by is not passed on, a reason only of a rejection', async () => {
+    const order: string[] = [];
+    const record = async (target: string, options: { decision: string }) => {
+      order.push(`record ${target} ${options.decision}`);
+    };
+    const resume = (target: string, options: object) => {
+      order.push(`resume ${target} ${JSON.stringify(options)}`);
+      return 'resumed';
+    };
+    const approve = decidedFirst('approved', record, resume);
+    const decline = decidedFirst('rejected', record, resume);
+    const options = { runId: 'r1', by: 'alice', reason: 'ok' };
+    expect(await approve('agent', options)).toBe('resumed');
+    expect(await decline('agent', options)).toBe('resumed');
+    expect(order).toEqual([
+      'record agent approved',
+      'resume agent {"runId":"r1"}',
+      'record agent rejected',
+      'resume agent {"runId":"r1","reason":"ok"}',
+    ]);
+  });
+
+  test('a refused decision resumes nothing', async () => {
+    let resumed = false;
+    const refuse = decidedFirst(
+      'approved',
+      async () => {
+        throw new InvalidInputError({ field: 'toolCallId', message: 'none' });
+      },
+      () => {
+        resumed = true;
+      },
+    );
+    await expect(refuse('agent', { by: 'alice' })).rejects.toThrow(InvalidInputError);
+    expect(resumed).toBe(false);
   });
 });

@@ -191,10 +191,10 @@ export function decidedFirst<T, O extends { by: string; reason?: string | undefi
   record: (target: T, options: O & { decision: GatedDecision['decision'] }) => Promise<unknown>,
   resume: (target: T, options: Omit<O, 'by'>) => R,
 ): (target: T, options: O) => Promise<Awaited<R>> {
-  return async (target, options) => {
+  return async (target: T, options: O): Promise<Awaited<R>> => {
     await record(target, { ...options, decision });
     const { by: _by, reason, ...rest } = options;
     const given = decision === 'rejected' && reason !== undefined ? { ...rest, reason } : rest;
-    return (await resume(target, given as Omit<O, 'by'>)) as Awaited<R>;
+    return resume(target, given as Omit<O, 'by'>) as Awaited<R>;
   };
 }
