@@ -147,11 +147,6 @@ function wrapTool(
   const gate = kit.createGatedCalls(approvals, { toolName: name, policy, gated });
   const resuming = (context: Context) =>
     (context?.agent?.resumeData ?? context?.resumeData) != null;
-  const valid = (input: unknown) => {
-    const checked = validateToolInput(schema, input, name);
-    return checked.error === undefined ? { args: checked.data } : undefined;
-  };
-
   /**
    * The call prepared (the kit's pipeline) from the input as Mastra validates it (not on a
    * resume: Mastra hands the resumed call its snapshot's input), or Mastra's validation error
@@ -196,34 +191,20 @@ function wrapTool(
     return { args: identified.input, prepared: kit.orThrow(identified.prepared) };
   });
 
-  const announce = (fields.onInputAvailable ?? tool.onInputAvailable) as
-    | ((options: never) => unknown)
-    | undefined;
-  const ownStart = tool.onInputStart as ((options: never) => unknown) | undefined;
-  /**
-   * The model emitted a call (Mastra announces it before its approval gate): recorded, then the
-   * tool's own callback. A call is the model's when Mastra saw the model stream it
-   * (`onInputStart`), or when it is announced in a run's first pass (Mastra hands the run's input
-   * messages; a resumed run, which announces its snapshot's call, has none).
-   */
-  const onInputAvailable = async (options: {
-    toolCallId?: unknown;
-    input?: unknown;
-    messages?: unknown;
-  }) => {
-    const firstPass = Array.isArray(options.messages) && options.messages.length > 0;
-    await gate.announced(options.toolCallId, firstPass, valid(options.input));
-    await announce?.(options as never);
+  // The model emitted a call (Mastra announces it before its approval gate): recorded.
+  const own = {
+    onInputStart: tool.onInputStart,
+    onInputAvailable: fields.onInputAvailable ?? tool.onInputAvailable,
   };
-  const onInputStart = async (options: { toolCallId?: unknown }) => {
-    gate.started(options.toolCallId);
-    await ownStart?.(options as never);
+  const valid = (input: unknown) => {
+    const checked = validateToolInput(schema, input, name);
+    return checked.error === undefined ? { args: checked.data } : undefined;
   };
   return copy({
     ...handle,
     execute: kit.markWrapped(wrapped),
     ...fields,
-    ...(gated ? { onInputStart, onInputAvailable } : {}),
+    ...(gated ? gate.inputCallbacks(own, valid) : {}),
     toModelOutput: async (output: unknown) => {
       escapes.rethrow(output);
       return tool.toModelOutput?.(output);

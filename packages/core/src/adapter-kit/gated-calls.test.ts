@@ -30,23 +30,35 @@ function setup(gated = true) {
     });
     return (prepared as { prepared: PreparedCall<unknown> }).prepared;
   };
+  const own: string[] = [];
+  const callbacks = gate.inputCallbacks(
+    {
+      onInputStart: (o: { toolCallId: string }) => own.push(`start ${o.toolCallId}`),
+      onInputAvailable: (o: { toolCallId: string }) => own.push(`available ${o.toolCallId}`),
+    },
+    (input) => ((input as { cents?: unknown }).cents === 'bad' ? undefined : { args: input }),
+  );
+  const started = (id: string) => callbacks.onInputStart({ toolCallId: id });
+  const announced = (id: string, firstPass: boolean, input: unknown) =>
+    callbacks.onInputAvailable({ toolCallId: id, input, messages: firstPass ? [{}] : [] });
   const runs: unknown[] = [];
   const run = async (args: unknown, approved: boolean, ref = 'call_1') =>
     gate.run(adapter as never, await prepare(args), { approved, ref, by: 'gate', args }, () => {
       runs.push(args);
       return { paid: runs.length };
     });
-  return { adapter, approvals, gate, prepare, run, runs };
+  return { adapter, approvals, gate, prepare, run, runs, started, announced, own };
 }
 
 describe('createGatedCalls: a gate before execute, bound to the emitted call', () => {
   test('an approved call the model emitted (seen streaming) runs once, approved on the store', async () => {
-    const { gate, run, runs, approvals, prepare } = setup();
-    gate.started('call_1');
-    await gate.announced('call_1', false, { args: { cents: 5 } });
+    const { run, runs, approvals, prepare, started, announced, own } = setup();
+    await started('call_1');
+    await announced('call_1', false, { cents: 5 });
     expect(await run({ cents: 5 }, true)).toEqual({ output: { paid: 1 } });
     expect(await run({ cents: 5 }, true)).toEqual({ output: { paid: 1, replayed: true } });
     expect(runs).toHaveLength(1);
+    expect(own).toEqual(['start call_1', 'available call_1']);
     const approval = await approvals.getApproval(
       approvals.keyOf((await prepare({ cents: 5 })).call),
     );
@@ -54,8 +66,8 @@ describe('createGatedCalls: a gate before execute, bound to the emitted call', (
   });
 
   test('an approval of other arguments than the emitted ones, or of a call never emitted, runs nothing', async () => {
-    const { gate, run, runs } = setup();
-    await gate.announced('call_1', true, { args: { cents: 5 } });
+    const { run, runs, announced } = setup();
+    await announced('call_1', true, { cents: 5 });
     const edited = await run({ cents: 500 }, true);
     expect('text' in edited && edited.text).toContain('drift');
     const unasked = await run({ cents: 5 }, true, 'call_2');
@@ -64,10 +76,10 @@ describe('createGatedCalls: a gate before execute, bound to the emitted call', (
   });
 
   test('an announcement that is neither streamed nor of a first pass, or refused, records nothing', async () => {
-    const { gate, run, runs } = setup();
-    await gate.announced('call_1', false, { args: { cents: 5 } }); // a resumed run's snapshot
-    gate.started('call_2');
-    await gate.announced('call_2', false, undefined); // the schema refused it
+    const { run, runs, started, announced } = setup();
+    await announced('call_1', false, { cents: 5 }); // a resumed run's snapshot
+    await started('call_2');
+    await announced('call_2', false, { cents: 'bad' }); // the schema refused it
     expect('output' in (await run({ cents: 5 }, true))).toBe(false);
     expect('output' in (await run({ cents: 5 }, true, 'call_2'))).toBe(false);
     expect(runs).toEqual([]);
@@ -81,8 +93,8 @@ describe('createGatedCalls: a gate before execute, bound to the emitted call', (
   });
 
   test('the handle: a decision out of the run is stored first and stands; a rejection is refused in the run', async () => {
-    const { gate, prepare, run, runs } = setup();
-    await gate.announced('call_1', true, { args: { cents: 5 } });
+    const { gate, prepare, run, runs, announced } = setup();
+    await announced('call_1', true, { cents: 5 });
     const tool = gate.handle(async (args) =>
       (args as { cents: number }).cents < 0 ? undefined : { args, prepared: await prepare(args) },
     );

@@ -2,9 +2,9 @@
  * Approvals of a framework whose approval gate stands before the tool's `execute` and hands the
  * gate no call id (Mastra's `requireApproval`: the run suspends, the app resumes it approved or
  * declined), bound to the exact call by core's approvals (docs/design.md, "Approvals"):
- * - each call the model emits is recorded when the framework announces it (`announced`): only an
- *   announcement of a call the model was seen streaming (`started`), or one of a run's first
- *   pass, counts (a resumed run announces its snapshot's call again, and a snapshot can be edited);
+ * - each call the model emits is recorded when the framework announces it (`inputCallbacks`):
+ *   only an announcement of a call the model was seen streaming, or one of a run's first pass,
+ *   counts (a resumed run announces its snapshot's call again, and a snapshot can be edited);
  * - a call that reaches `execute` through the gate is approved there (`run`, `approved`): only a
  *   call the model asked for, with exactly its arguments (other arguments: `DriftError`; a call
  *   rejected on the store first stays rejected);
@@ -42,16 +42,23 @@ export interface GatedCall {
   decide(approval: Approval, decision: GatedDecision): Promise<Approval>;
 }
 
+/** What a tool's input callbacks are handed (see `GatedCalls.inputCallbacks`). */
+export type InputOptions = { toolCallId?: unknown; input?: unknown; messages?: unknown };
+
 /** One tool's calls behind its framework's gate (see the module's comment). */
 export interface GatedCalls {
-  /** The model is streaming the call `id` (announced later: `announced`). */
-  started(id: unknown): void;
   /**
-   * The framework announces the call `id` with its input (`checked`: validated as the framework
-   * validates it, undefined when refused): recorded as emitted when the model was seen streaming
-   * it, or when it is announced in a run's `firstPass`.
+   * The tool's input callbacks (`onInputStart`, `onInputAvailable`, as the AI SDK's and Mastra's
+   * tools take them), recording each call the model emits before the tool's own callback runs:
+   * a call is the model's when the model was seen streaming it (`onInputStart`), or when it is
+   * announced in a run's first pass (with the run's input `messages`; a resumed run, which
+   * announces its snapshot's call again, has none). `valid`: the input as the framework
+   * validates it, undefined when refused (then nothing is recorded).
    */
-  announced(id: unknown, firstPass: boolean, checked: { args: unknown } | undefined): Promise<void>;
+  inputCallbacks(
+    own: { onInputStart?: unknown; onInputAvailable?: unknown },
+    valid: (input: unknown) => { args: unknown } | undefined,
+  ): Record<'onInputStart' | 'onInputAvailable', (options: InputOptions) => Promise<void>>;
   /**
    * Run the prepared call (`execute` gets the execution context), approved first when it came
    * through the gate (`approved`, by `by`, bound to `ref` and the emitted input `args`).
@@ -92,15 +99,27 @@ export function createGatedCalls(
       ? approvals.approve(key, { by })
       : approvals.reject(key, { by, reason });
   return {
-    started(id) {
-      if (typeof id !== 'string') return;
-      streaming.add(id);
-      if (streaming.size > 10_000) streaming.delete(streaming.values().next().value as string);
-    },
-    async announced(id, firstPass, checked) {
-      const streamed = typeof id === 'string' && streaming.delete(id);
-      if (typeof id !== 'string' || !(streamed || firstPass) || checked === undefined) return;
-      await approvals.recordAsked(emitted(checked.args), id, policy);
+    inputCallbacks(own, valid) {
+      const ownStart = own.onInputStart as ((options: InputOptions) => unknown) | undefined;
+      const announce = own.onInputAvailable as ((options: InputOptions) => unknown) | undefined;
+      return {
+        async onInputStart(options) {
+          const id = options?.toolCallId;
+          if (typeof id === 'string') streaming.add(id);
+          if (streaming.size > 10_000) streaming.delete(streaming.values().next().value as string);
+          await ownStart?.(options);
+        },
+        async onInputAvailable(options) {
+          const id = options?.toolCallId;
+          const streamed = typeof id === 'string' && streaming.delete(id);
+          const firstPass = Array.isArray(options?.messages) && options.messages.length > 0;
+          const checked = valid(options?.input);
+          if (typeof id === 'string' && (streamed || firstPass) && checked !== undefined) {
+            await approvals.recordAsked(emitted(checked.args), id, policy);
+          }
+          await announce?.(options);
+        },
+      };
     },
     run(adapter, prepared, gate, execute) {
       const { call: key, policy: own } = prepared;
