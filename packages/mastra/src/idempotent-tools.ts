@@ -44,27 +44,19 @@ export interface ToolCallInfo {
 export type PerCall = kit.PerCall<ToolCallInfo>;
 
 /** The policy type of a tool: its input and output types. */
-export type PolicyOf<T> = T extends {
-  execute?: ((input: infer I, c: never) => infer R) | undefined;
-}
-  ? ToolPolicy<I, Awaited<R>>
-  : ToolPolicy;
+export type PolicyOf<T> = kit.ExecutePolicyOf<T>;
 
 /**
  * Options of `idempotentTools(tools, options)`. A policy may say `repeatable` (deliberate
  * repeats: the tool's `inputSchema` gets the `repeat` argument, see the README).
  */
 export type IdempotentToolsOptions<TOOLS extends Record<string, AnyTool>> =
-  kit.ToolSetWrapperOptions<
-    ToolCallInfo,
-    keyof TOOLS & string,
-    { [K in keyof TOOLS]: PolicyOf<TOOLS[K]> }
-  >;
+  kit.ExecuteToolSetOptions<ToolCallInfo, TOOLS>;
 
 /** Options of `idempotentTool(tool, options)`. */
-export type IdempotentToolOptions<TOOL extends AnyTool> = kit.OneToolWrapperOptions<
+export type IdempotentToolOptions<TOOL extends AnyTool> = kit.ExecuteToolOptions<
   ToolCallInfo,
-  PolicyOf<TOOL>
+  TOOL
 >;
 
 const CONTEXT = Symbol.for('idempotent-tools.mastra.context');

@@ -68,6 +68,11 @@ export {
   type ToolErrorOutputOption,
   type ToolHandler,
 } from './dispatch-calls.js';
+export type {
+  ExecutePolicyOf,
+  ExecuteToolOptions,
+  ExecuteToolSetOptions,
+} from './execute-policies.js';
 export {
   createGatedCalls,
   decidedFirst,
@@ -75,6 +80,7 @@ export {
   type GatedCalls,
   type GatedDecision,
   gatedCallOf,
+  type InputOptions,
   policyAsks,
   waitingCall,
 } from './gated-calls.js';
