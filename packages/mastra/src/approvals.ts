@@ -63,9 +63,9 @@ export interface ToolCallDecider extends SuspendedToolCall {
 
 async function suspendedCall(agent: AnyAgent, target: SuspendedToolCall) {
   const { runId, toolCallId, requestContext } = target ?? ({} as SuspendedToolCall);
-  const { runs } = await agent.listSuspendedRuns();
-  const run = runs.find((r) => r.runId === runId);
-  const call = kit.waitingCall(runId, run?.toolCalls, toolCallId);
+  const find = async (id: string) =>
+    (await agent.listSuspendedRuns()).runs.find((r) => r.runId === id);
+  const { run, call } = await kit.waitingCall(runId, find, toolCallId);
   const given = requestContext ? { requestContext } : {};
   const tools = (await agent.listTools(given)) as Record<string, { id?: unknown }>;
   const tool =

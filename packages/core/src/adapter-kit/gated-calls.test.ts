@@ -124,20 +124,33 @@ describe('waitingCall: the one call of a suspended run that waits for an approva
     { toolCallId: 'b', requiresApproval: false },
     { toolCallId: 'c', requiresApproval: true },
   ];
-  test('the named one; none, several, or no run id: InvalidInputError naming the field', () => {
-    expect(waitingCall('r1', calls, 'c')).toBe(calls[2]);
-    expect(waitingCall('r1', calls.slice(0, 2), undefined)).toBe(calls[0]);
-    const field = (f: () => unknown) => {
-      try {
-        f();
-      } catch (error) {
-        return InvalidInputError.isInstance(error) ? error.field : error;
-      }
-    };
-    expect(field(() => waitingCall('r1', calls, undefined))).toBe('toolCallId');
-    expect(field(() => waitingCall('r1', calls, 'b'))).toBe('toolCallId');
-    expect(field(() => waitingCall('r1', undefined, undefined))).toBe('toolCallId');
-    expect(field(() => waitingCall('', calls, 'a'))).toBe('runId');
+  const runs: Record<string, { toolCalls: typeof calls }> = {
+    r1: { toolCalls: calls },
+    r2: { toolCalls: calls.slice(0, 2) },
+  };
+  const looked: string[] = [];
+  const find = async (id: string) => {
+    looked.push(id);
+    return runs[id];
+  };
+  const field = (p: Promise<unknown>) =>
+    p.then(
+      () => 'no error',
+      (error) => (InvalidInputError.isInstance(error) ? error.field : error),
+    );
+
+  test('the named one, or the only one, with its run', async () => {
+    expect(await waitingCall('r1', find, 'c')).toEqual({ run: runs.r1, call: calls[2] });
+    expect((await waitingCall('r2', find, undefined)).call).toBe(calls[0]);
+  });
+
+  test('none, several, an unknown run, or no run id (not looked up): InvalidInputError naming the field', async () => {
+    looked.length = 0;
+    expect(await field(waitingCall('r1', find, undefined))).toBe('toolCallId');
+    expect(await field(waitingCall('r1', find, 'b'))).toBe('toolCallId');
+    expect(await field(waitingCall('r9', find, undefined))).toBe('toolCallId');
+    expect(await field(waitingCall('', find, 'a'))).toBe('runId');
+    expect(looked).toEqual(['r1', 'r1', 'r9']);
   });
 });
 

@@ -155,15 +155,20 @@ export function gatedCallOf(tool: unknown): GatedCall | undefined {
 
 /**
  * The one call of a suspended run that waits for an approval: the run's only one, or the one
- * named `toolCallId`.
+ * named `toolCallId`; the run found by `find` (once its id is checked).
  * @throws InvalidInputError (field `runId`: none given; `toolCallId`: none such, or several
  *   waiting and none named); nothing was decided
  */
-export function waitingCall<C extends { toolCallId?: unknown; requiresApproval?: unknown }>(
+export async function waitingCall<
+  R extends { toolCalls?: readonly { toolCallId?: unknown; requiresApproval?: unknown }[] },
+>(
   runId: unknown,
-  calls: readonly C[] | undefined,
+  find: (runId: string) => Promise<R | undefined>,
   toolCallId: string | undefined,
-): C & { toolCallId: string } {
+): Promise<{
+  run: R | undefined;
+  call: NonNullable<R['toolCalls']>[number] & { toolCallId: string };
+}> {
   if (typeof runId !== 'string' || runId === '') {
     throw new InvalidInputError({
       field: 'runId',
@@ -171,7 +176,8 @@ export function waitingCall<C extends { toolCallId?: unknown; requiresApproval?:
         "Pass the runId of the suspended run (its output's runId, or the framework's list of suspended runs).",
     });
   }
-  const waiting = (calls ?? []).filter(
+  const run = await find(runId);
+  const waiting = (run?.toolCalls ?? []).filter(
     (c) => c.requiresApproval && (toolCallId === undefined || c.toolCallId === toolCallId),
   );
   const found = waiting[0];
@@ -184,7 +190,7 @@ export function waitingCall<C extends { toolCallId?: unknown; requiresApproval?:
           : `No tool call${toolCallId === undefined ? '' : ` ${toolCallId}`} of the run ${runId} is waiting for an approval (it was decided already, the run finished, or it is another agent's). Nothing was decided.`,
     });
   }
-  return found as C & { toolCallId: string };
+  return { run, call: found as NonNullable<R['toolCalls']>[number] & { toolCallId: string } };
 }
 
 /**
