@@ -72,7 +72,7 @@ export type {
   ExecutePolicyOf,
   ExecuteToolOptions,
   ExecuteToolSetOptions,
-} from './execute-policies.js';
+} from './execute-types.js';
 export {
   createGatedCalls,
   decidedFirst,

@@ -4,7 +4,7 @@ import type {
   ExecutePolicyOf,
   ExecuteToolOptions,
   ExecuteToolSetOptions,
-} from './execute-policies.js';
+} from './execute-types.js';
 
 type Refund = { execute: (input: { cents: number }, options: unknown) => Promise<{ id: string }> };
 type Stream = { execute: (input: { q: string }, options: unknown) => AsyncIterable<number> };
