@@ -1,38 +1,16 @@
 /**
- * How Mastra asks the human, bound to the exact call by core's approvals. Mastra gates an
- * approval-requiring call before its `execute` (`requireApproval`: the run suspends; the app
- * resumes it with `approveToolCall` / `declineToolCall`) and gives the gate no tool-call id, so:
- * - the wrapper records each call the model emits (`recordAsked`, see idempotent-tools.ts), and a
- *   call that reaches the wrapped `execute` through the gate (`passedApproval`) is approved there
- *   (`approveCall` with `asked`): only a call the model asked for, with exactly its arguments (a
- *   run snapshot edited to other arguments is refused, DriftError; a call rejected on the store
- *   first stays rejected);
- * - Mastra never calls `execute` for a declined call, so a decline is stored by the helpers here
- *   (`declineToolCall(agent, ...)`), which find the suspended call (`listSuspendedRuns`) and
- *   identify it as the wrapped `execute` will.
+ * How Mastra asks the human, bound to the exact call by the kit's gated calls (`createGatedCalls`):
+ * Mastra's gate (`requireApproval`) stands before `execute` and gives it no tool-call id; Mastra
+ * never calls `execute` for a declined call, so the helpers here find the suspended call
+ * (`listSuspendedRuns`), identify it as the wrapped `execute` will, and store the decision first.
  */
-import {
-  type Approval,
-  type Approvals,
-  ConfigurationError,
-  InvalidInputError,
-} from '@idempotent-tools/core';
+import { type Approval, ConfigurationError } from '@idempotent-tools/core';
+import * as kit from '@idempotent-tools/core/adapter-kit';
 import type { Agent } from '@mastra/core/agent';
 import type { RequestContext } from '@mastra/core/request-context';
 import type { FullOutput, MastraModelOutput } from '@mastra/core/stream';
 
-/** Where a wrapped tool keeps what the helpers need (a `Symbol.for`: works across installs). */
-export const TOOL_APPROVAL = Symbol.for('idempotent-tools.mastra.approval');
-
-/** What a wrapped tool exposes to the helpers: the approval of one of its calls. */
-export interface ToolApproval {
-  approvals: Approvals;
-  /** The approval of this call (identified as `execute` identifies it), asked for under `ref`. */
-  request(args: unknown, context: Record<string, unknown>, ref: string): Promise<Approval>;
-}
-
 const GLOBAL = '__mastra_requireToolApproval';
-type Gate = (input: unknown, context: object) => unknown;
 
 /**
  * Whether Mastra's approval gate stood before this call (Mastra evaluates it the same way): the
@@ -54,22 +32,11 @@ export async function passedApproval(
     requestContext: Object.fromEntries(entries.filter(([key]) => key !== GLOBAL)),
     ...(context?.workspace === undefined ? {} : { workspace: context.workspace }),
   };
-  const ask = async (gate: () => unknown) => {
-    try {
-      return Boolean(await gate());
-    } catch {
-      return true; // Mastra asks for approval when its policy throws
-    }
-  };
-  if (typeof requireApproval === 'function') {
-    return ask(() => (requireApproval as Gate)(args, gateContext));
+  if (typeof requireApproval === 'function' || requireApproval === true) {
+    return kit.policyAsks(requireApproval, args, gateContext);
   }
-  if (requireApproval === true) return true;
   const global = requestContext?.get?.(GLOBAL) as unknown;
-  if (typeof global === 'function') {
-    return ask(() => (global as Gate)({ toolName, args, ...gateContext }, undefined as never));
-  }
-  return global === true;
+  return kit.policyAsks(global, { toolName, args, ...gateContext }, undefined);
 }
 
 /** An agent of `@mastra/core` (what the helpers use of it). */
@@ -96,45 +63,24 @@ export interface ToolCallDecider extends SuspendedToolCall {
 
 async function suspendedCall(agent: AnyAgent, target: SuspendedToolCall) {
   const { runId, toolCallId, requestContext } = target ?? ({} as SuspendedToolCall);
-  if (typeof runId !== 'string' || runId === '') {
-    throw new InvalidInputError({
-      field: 'runId',
-      message: 'Pass the runId of the suspended run (output.runId, or agent.listSuspendedRuns()).',
-    });
-  }
-  const { runs } = await agent.listSuspendedRuns();
-  const run = runs.find((r) => r.runId === runId);
-  const waiting = (run?.toolCalls ?? []).filter(
-    (c) => c.requiresApproval && (toolCallId === undefined || c.toolCallId === toolCallId),
-  );
-  const call = waiting[0];
-  if (call === undefined || waiting.length > 1 || typeof call.toolCallId !== 'string') {
-    throw new InvalidInputError({
-      field: 'toolCallId',
-      message:
-        waiting.length > 1
-          ? `The run ${runId} waits for the approval of ${waiting.length} tool calls: pass the toolCallId of one.`
-          : `No tool call${toolCallId === undefined ? '' : ` ${toolCallId}`} of the run ${runId} is waiting for an approval (it was decided already, the run finished, or it is another agent's). Nothing was decided.`,
-    });
-  }
-  const tools = (await agent.listTools(requestContext ? { requestContext } : {})) as Record<
-    string,
-    { id?: unknown; [TOOL_APPROVAL]?: ToolApproval }
-  >;
+  const find = async (id: string) =>
+    (await agent.listSuspendedRuns()).runs.find((r) => r.runId === id);
+  const { run, call } = await kit.waitingCall(runId, find, toolCallId);
+  const given = requestContext ? { requestContext } : {};
+  const tools = (await agent.listTools(given)) as Record<string, { id?: unknown }>;
   const tool =
     tools[call.toolName ?? ''] ?? Object.values(tools).find((t) => t?.id === call.toolName);
-  const handle = tool?.[TOOL_APPROVAL];
+  const handle = kit.gatedCallOf(tool);
   if (handle === undefined) {
     throw new ConfigurationError({
       option: 'tools',
       message: `The tool ${call.toolName} of the agent ${agent.id} is not wrapped with idempotentTools (or it is excluded / unsafe): its approval is not stored. Wrap the agent's tools: new Agent({ tools: idempotentTools({ ... }, { store }) }).`,
     });
   }
-  const memory = await agent.getMemory(requestContext ? { requestContext } : {});
   // The context the wrapped execute gets when the run resumes (see idempotent-tools.ts).
   const context: Record<string, unknown> = {
     requestContext,
-    memory,
+    memory: await agent.getMemory(given),
     runId,
     agent: {
       agentId: agent.id,
@@ -168,10 +114,7 @@ export async function recordToolCallDecision(
   decision: ToolCallDecider & { decision: 'approved' | 'rejected' },
 ): Promise<Approval> {
   const { approval, handle } = await suspendedCall(agent, decision);
-  const { by, reason } = decision;
-  return decision.decision === 'approved'
-    ? handle.approvals.approve(approval.key, { by })
-    : handle.approvals.reject(approval.key, { by, reason });
+  return handle.decide(approval, decision);
 }
 
 /** Mastra's methods that resume a suspended call. */
@@ -195,14 +138,10 @@ type Resumed = {
 };
 
 /** Mastra's `method`, with the decision stored first (`recordToolCallDecision`). */
-function storedFirst<M extends Resumer>(method: M, decision: 'approved' | 'rejected') {
-  return async (agent: AnyAgent, options: Helper<M>): Promise<Resumed[M]> => {
-    await recordToolCallDecision(agent, { ...options, decision });
-    const { by: _by, reason, ...rest } = options;
-    const given = decision === 'rejected' && reason !== undefined ? { ...rest, reason } : rest;
-    return (agent[method] as (options: unknown) => never).call(agent, given);
-  };
-}
+const storedFirst = <M extends Resumer>(method: M, decision: 'approved' | 'rejected') =>
+  kit.decidedFirst(decision, recordToolCallDecision, (agent: AnyAgent, given) =>
+    (agent[method] as (options: unknown) => never).call(agent, given),
+  ) as (agent: AnyAgent, options: Helper<M>) => Promise<Resumed[M]>;
 
 /**
  * `agent.approveToolCall`, with the approval stored first (who approved, bound to the call's

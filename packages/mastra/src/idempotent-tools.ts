@@ -2,13 +2,12 @@ import {
   type Approvals,
   createApprovals,
   type ExecutionContext,
-  InvalidInputError,
   type ToolPolicy,
 } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
 import { toStandardSchema } from '@mastra/core/schema';
 import { type Tool, validateToolInput } from '@mastra/core/tools';
-import { passedApproval, TOOL_APPROVAL, type ToolApproval } from './approvals.js';
+import { passedApproval } from './approvals.js';
 import { savesEarly, transcriptOf } from './transcript.js';
 
 /** A Mastra tool, as `createTool` makes it (or any `ToolAction`). */
@@ -45,27 +44,19 @@ export interface ToolCallInfo {
 export type PerCall = kit.PerCall<ToolCallInfo>;
 
 /** The policy type of a tool: its input and output types. */
-export type PolicyOf<T> = T extends {
-  execute?: ((input: infer I, c: never) => infer R) | undefined;
-}
-  ? ToolPolicy<I, Awaited<R>>
-  : ToolPolicy;
+export type PolicyOf<T> = kit.ExecutePolicyOf<T>;
 
 /**
  * Options of `idempotentTools(tools, options)`. A policy may say `repeatable` (deliberate
  * repeats: the tool's `inputSchema` gets the `repeat` argument, see the README).
  */
 export type IdempotentToolsOptions<TOOLS extends Record<string, AnyTool>> =
-  kit.ToolSetWrapperOptions<
-    ToolCallInfo,
-    keyof TOOLS & string,
-    { [K in keyof TOOLS]: PolicyOf<TOOLS[K]> }
-  >;
+  kit.ExecuteToolSetOptions<ToolCallInfo, TOOLS>;
 
 /** Options of `idempotentTool(tool, options)`. */
-export type IdempotentToolOptions<TOOL extends AnyTool> = kit.OneToolWrapperOptions<
+export type IdempotentToolOptions<TOOL extends AnyTool> = kit.ExecuteToolOptions<
   ToolCallInfo,
-  PolicyOf<TOOL>
+  TOOL
 >;
 
 const CONTEXT = Symbol.for('idempotent-tools.mastra.context');
@@ -145,11 +136,9 @@ function wrapTool(
   const gated =
     Boolean(tool.requireApproval) ||
     typeof (tool as { needsApprovalFn?: unknown }).needsApprovalFn === 'function';
-  /** The call as the model emitted it (its validated input), as `recordAsked` records it. */
-  const emitted = (input: unknown) => ({ toolName: name, turnId: 'emitted', args: input });
+  const gate = kit.createGatedCalls(approvals, { toolName: name, policy, gated });
   const resuming = (context: Context) =>
     (context?.agent?.resumeData ?? context?.resumeData) != null;
-
   /**
    * The call prepared (the kit's pipeline) from the input as Mastra validates it (not on a
    * resume: Mastra hands the resumed call its snapshot's input), or Mastra's validation error
@@ -167,111 +156,47 @@ function wrapTool(
     };
   };
 
-  /** The tool's `execute`, in the context Mastra gave, with the call's; a suspension is no outcome. */
-  const run = async (args: unknown, context: Context, ctx: ExecutionContext) => {
-    let suspended = false;
-    const flag = (on: Record<string, unknown> | undefined) => {
-      const fn = on?.suspend as ((...s: unknown[]) => unknown) | undefined;
-      if (typeof fn !== 'function') return on;
-      const suspend = (...s: unknown[]) => {
-        suspended = true;
-        return fn(...s);
-      };
-      return { ...on, suspend };
-    };
-    const inner = {
-      ...flag(context),
-      agent: flag(context?.agent),
-      [CONTEXT]: ctx,
-      abortSignal: kit.mergeSignals(context?.abortSignal, ctx.signal),
-    };
-    const value = await execute(args, inner as never);
-    // A suspended call (it waits for resumeData) is not the call's outcome: never replayed.
-    if (suspended) throw new kit.NotAnOutcome(value);
-    return value;
-  };
-
   const wrapped = async (given: unknown, context: Context) => {
     const identified = await prepare(given, context);
     if ('refused' in identified) return identified.refused; // nothing ran
     if (!('prepared' in identified.prepared)) return answer(identified.prepared);
-    const { call, args } = identified.prepared.prepared;
-    // Approved by Mastra's gate (which gives the gate no call id): only a call the model emitted,
-    // with its arguments; the approval is bound to it here (of the key's args: `repeat: 2` is
-    // approved on its own).
+    const ready = identified.prepared.prepared;
+    // Approved by Mastra's gate (which gives the gate no call id): bound to the emitted call here.
+    const args = identified.input;
+    const requireApproval = fields.requireApproval ?? tool.requireApproval;
     const approved =
-      !resuming(context) &&
-      (await passedApproval(
-        fields.requireApproval ?? tool.requireApproval,
-        name,
-        identified.input,
-        context,
-      ));
+      !resuming(context) && (await passedApproval(requireApproval, name, args, context));
     const ref = context?.agent?.toolCallId ?? '';
-    const asked = gated ? emitted(identified.input) : undefined;
-    const guarded = async () => {
-      if (approved) await approvals.approveCall(call, { policy, ref, by: `mastra:${ref}`, asked });
-      return adapter.executor.run(call, (_key, ctx) => run(args, context, ctx), policy);
-    };
-    return answer(await kit.settleRun(adapter as kit.Adapter<never>, guarded));
+    // The tool's `execute`, in the context Mastra gave with the call's; a suspension is no outcome.
+    const run = (ctx: ExecutionContext) =>
+      kit.runSuspendable(context, ['agent'], (watched) => {
+        const abortSignal = kit.mergeSignals(context?.abortSignal, ctx.signal);
+        return execute(ready.args, { ...watched, [CONTEXT]: ctx, abortSignal } as never);
+      });
+    const by = `mastra:${ref}`;
+    return answer(await gate.run(adapter as never, ready, { approved, ref, by, args }, run));
   };
 
-  const approval: ToolApproval = {
-    approvals,
-    async request(given, context, ref) {
-      const identified = await prepare(given, context as Context);
-      if ('refused' in identified || 'text' in identified.prepared) {
-        throw new InvalidInputError({
-          field: 'args',
-          message: `The suspended call of ${name} has arguments its inputSchema refuses: Mastra will not run it. Nothing was decided.`,
-        });
-      }
-      const { call } = kit.orThrow(identified.prepared);
-      if (gated) await approvals.checkAsked(emitted(identified.input), ref, policy);
-      return approvals.requestApproval(call, { policy, ref });
-    },
-  };
+  const handle = gate.handle(async (given, context) => {
+    const identified = await prepare(given, context as Context);
+    if ('refused' in identified || 'text' in identified.prepared) return undefined;
+    return { args: identified.input, prepared: kit.orThrow(identified.prepared) };
+  });
 
-  const announce = (fields.onInputAvailable ?? tool.onInputAvailable) as
-    | ((options: never) => unknown)
-    | undefined;
-  /** Calls the model is streaming (Mastra's `onInputStart`), until they are announced. */
-  const streaming = new Set<string>();
-  const ownStart = tool.onInputStart as ((options: never) => unknown) | undefined;
-  const onInputStart = async (options: { toolCallId?: unknown }) => {
-    if (typeof options.toolCallId === 'string') {
-      streaming.add(options.toolCallId);
-      if (streaming.size > 10_000) streaming.delete(streaming.values().next().value as string);
-    }
-    await ownStart?.(options as never);
+  // The model emitted a call (Mastra announces it before its approval gate): recorded.
+  const own = {
+    onInputStart: tool.onInputStart,
+    onInputAvailable: fields.onInputAvailable ?? tool.onInputAvailable,
   };
-  /**
-   * The model emitted a call (Mastra announces it before its approval gate): recorded, then the
-   * tool's own callback. Mastra also announces the suspended call again when the run resumes,
-   * from the run snapshot: that one is not the model's (the snapshot may be edited) and is not
-   * recorded. A call is the model's when Mastra saw the model stream it (`onInputStart`), or
-   * when it is announced in a run's first pass (Mastra hands the run's input messages; a resumed
-   * run has none).
-   */
-  const onInputAvailable = async (options: {
-    toolCallId?: unknown;
-    input?: unknown;
-    messages?: unknown;
-  }) => {
-    const id = options.toolCallId;
-    const streamed = typeof id === 'string' && streaming.delete(id);
-    const firstPass = Array.isArray(options.messages) && options.messages.length > 0;
-    const checked = validateToolInput(schema, options.input, name);
-    if (typeof id === 'string' && (streamed || firstPass) && checked.error === undefined) {
-      await approvals.recordAsked(emitted(checked.data), id, policy);
-    }
-    await announce?.(options as never);
+  const valid = (input: unknown) => {
+    const checked = validateToolInput(schema, input, name);
+    return checked.error === undefined ? { args: checked.data } : undefined;
   };
   return copy({
-    [TOOL_APPROVAL]: approval,
+    ...handle,
     execute: kit.markWrapped(wrapped),
     ...fields,
-    ...(gated ? { onInputStart, onInputAvailable } : {}),
+    ...(gated ? gate.inputCallbacks(own, valid) : {}),
     toModelOutput: async (output: unknown) => {
       escapes.rethrow(output);
       return tool.toModelOutput?.(output);

@@ -18,19 +18,10 @@ type StoredContent = {
 };
 
 /**
- * Who an assistant message Mastra's memory stored is from (format 2: `content.parts`). Mastra
- * saves a run's messages when the run ends (its `MessageHistory` processor); a run that failed
- * with nothing to show saves nothing, one that failed after it had output gets an `error` part on
- * its assistant message (`recordTerminalErrorMessage`). So:
- * - an `error` part: the record of a failed run, no answer (the app's retry is the same turn);
- * - ending on a `step-start` (a step began and nothing came of it: an aborted run, or a model
- *   that said nothing), or a tool call with no outcome that waits for nothing (the run stopped
- *   while the tool ran: a tool that flushed the messages, a client-side tool): `partial`;
- * - a call waiting for an approval or a resume (`pendingToolApprovals`, `suspendedTools`): the
- *   model asked, an answer;
- * - otherwise the run finished: an answer, also when it ended on a tool's result (`maxSteps`, a
- *   stop condition). With observational memory, which saves messages before the run ends, a
- *   message ending on a tool result may be a broken run's: `partial`.
+ * Who an assistant message Mastra's memory stored is from (format 2: `content.parts`), row by
+ * row of the README's table "What answers a turn": undefined for a failed run's (an `error`
+ * part), `partial` for one that cannot be told (an empty last step, a call with no outcome that
+ * waits for nothing, a tool's result with observational memory), else `model` (an answer).
  */
 function storedFrom(content: StoredContent, savesEarly: boolean): MessageSource | undefined {
   const parts = Array.isArray(content.parts) ? content.parts : [];

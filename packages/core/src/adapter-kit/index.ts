@@ -96,6 +96,22 @@ export {
   type ToolErrorOutputOption,
   type ToolHandler,
 } from './dispatch-calls.js';
+export type {
+  ExecutePolicyOf,
+  ExecuteToolOptions,
+  ExecuteToolSetOptions,
+} from './execute-types.js';
+export {
+  createGatedCalls,
+  decidedFirst,
+  type GatedCall,
+  type GatedCalls,
+  type GatedDecision,
+  gatedCallOf,
+  type InputOptions,
+  policyAsks,
+  waitingCall,
+} from './gated-calls.js';
 export { createHeldErrors, type HeldErrors } from './held-errors.js';
 export { returnOrThrow } from './outcomes.js';
 export {
@@ -152,6 +168,7 @@ export {
   toolResultOf,
 } from './results.js';
 export { createRunnerStop, type RunnerStop } from './runner-stop.js';
+export { runSuspendable } from './suspensions.js';
 export {
   createTaskAdapter,
   type TaskAdapter,
