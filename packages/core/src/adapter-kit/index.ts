@@ -4,14 +4,12 @@
  * an adapter only maps its framework's shapes onto them. For adapter authors, not for apps.
  */
 
-export { unknownOption } from '../errors/option-names.js';
 export { NotAnOutcome } from '../executor/not-an-outcome.js';
-export { isWrapped, markWrapped, refuseWrapped, wrappedTwice } from '../executor/wrapped.js';
+export { isWrapped, markWrapped, refuseWrapped } from '../executor/wrapped.js';
 export {
   type Adapter,
   type AdapterOptions,
   type AdapterSpec,
-  checkToolName,
   createAdapter,
   type PolicyFieldCheck,
   type ToolTreatment,
@@ -36,7 +34,6 @@ export {
   type AskingApproval,
   type AskingApprovalPolicy,
   type AskingApprovalSpec,
-  askingApprovalField,
   runAsking,
 } from './asking-approval.js';
 export {
@@ -124,7 +121,6 @@ export {
   runPipeline,
   runPrepared,
   type SettledRun,
-  settlePipeline,
   settleRun,
 } from './pipeline.js';
 export {

@@ -8,7 +8,6 @@ import {
   runPipeline,
   runPrepared,
   settleCall,
-  settlePipeline,
   settleRun,
 } from './pipeline.js';
 
@@ -188,75 +187,5 @@ describe('prepareCall: turnOf; orThrow for frameworks that throw every error', (
     const config = new ConfigurationError({ option: 'x', message: 'Fix x.' });
     expect(() => orThrow({ developer: config })).toThrow(config);
     expect(orThrow({ output: 1 })).toBe(1);
-  });
-});
-
-describe('settlePipeline: the pipeline, the model text with its cause, the result for the mark', () => {
-  const info = (args: unknown) => ({ args });
-  test("mark gets the executor's key and outcome; a replay says replayed", async () => {
-    const a = adapter('chat-1');
-    const seen: unknown[] = [];
-    const mark = (value: unknown, replayed: boolean, result: { key: string; outcome: string }) => {
-      seen.push({ replayed, key: result.key, outcome: result.outcome });
-      return { value, replayed };
-    };
-    let runs = 0;
-    const given = { toolName: 'charge', input: { cents: 5 }, parsed: true, info };
-    const first = await settlePipeline(a, given, () => ++runs, mark);
-    const second = await settlePipeline(a, given, () => ++runs, mark);
-    expect(first).toEqual({ output: { value: 1, replayed: false } });
-    expect(second).toEqual({ output: { value: 1, replayed: true } });
-    expect(runs).toBe(1);
-    expect(seen).toEqual([
-      { replayed: false, key: expect.stringMatching(/^v1_/), outcome: 'executed' },
-      { replayed: true, key: (seen[0] as { key: string }).key, outcome: 'replayed' },
-    ]);
-  });
-
-  test('the model text keeps its error (drift); a bad repeat has none; no identity: a developer error', async () => {
-    const a = createAdapter<Info>(
-      {
-        store: createMemoryStore(),
-        conversationId: 'chat-1',
-        policies: { charge: { businessKey: (x: { id: string }) => x.id } },
-      },
-      {
-        caller: 'test',
-        toolNames: ['charge'],
-        howTo: 'conversationId',
-        transcript: () => [{ role: 'user', content: 'Go.' }],
-      },
-    );
-    const run = (input: unknown) =>
-      settlePipeline(
-        a,
-        { toolName: 'charge', input, parsed: true, info },
-        () => 'ok',
-        (v) => v,
-      );
-    expect(await run({ id: 'o-1', cents: 5 })).toEqual({ output: 'ok' });
-    const drift = await run({ id: 'o-1', cents: 6 });
-    expect(drift).toEqual({ text: expect.stringMatching(/"drift"/), cause: expect.anything() });
-    expect(DriftError.isInstance((drift as { cause: unknown }).cause)).toBe(true);
-    const b = adapter('chat-1');
-    const bad = { toolName: 'send', input: { repeat: 0 }, parsed: true, info };
-    expect(
-      await settlePipeline(
-        b,
-        bad,
-        () => 'ok',
-        (v) => v,
-      ),
-    ).toEqual({
-      text: expect.stringMatching(/whole number/),
-      cause: undefined,
-    });
-    const none = await settlePipeline(
-      adapter(),
-      { toolName: 'charge', input: {}, parsed: true, info },
-      () => 'ok',
-      (v) => v,
-    );
-    expect('developer' in none && ConfigurationError.isInstance(none.developer)).toBe(true);
   });
 });

@@ -15,7 +15,6 @@
 
 import { InvalidInputError } from '../errors/index.js';
 import { NotAnOutcome } from '../executor/not-an-outcome.js';
-import type { IdempotentResult } from '../executor/types.js';
 import type { Call, ExecutionContext, ToolPolicy } from '../executor.js';
 import type { Adapter } from './adapter.js';
 import { parseArguments, type StandardSchema, type ValidateFunction } from './arguments.js';
@@ -227,31 +226,6 @@ export async function runPipeline<Info>(
   if (!('prepared' in prepared)) return prepared;
   const call = prepared.prepared;
   return runPrepared(adapter, call, (args, context) => execute(args, context, call), mark);
-}
-
-/**
- * `prepareCall` then the executor's run told apart (`settleRun`): the whole pipeline of one call,
- * for a framework whose answer tells more than the value. The model's text keeps its error
- * (`cause`), and `mark` is also given the executor's result (its `key` and `outcome`: LangChain's
- * `ToolMessage.metadata`). The call's policy is the prepared one.
- */
-export async function settlePipeline<Info>(
-  adapter: Adapter<Info>,
-  given: CallInput<Info>,
-  execute: (args: unknown, context: ExecutionContext, prepared: PreparedCall<Info>) => unknown,
-  mark: (value: unknown, replayed: boolean, result: IdempotentResult<unknown>) => unknown,
-): Promise<SettledRun> {
-  const prepared = await prepareCall(adapter, given);
-  if ('text' in prepared) return { text: prepared.text, cause: prepared.cause };
-  if (!('prepared' in prepared)) return prepared;
-  const call = prepared.prepared;
-  const fn = (_key: unknown, context: ExecutionContext) => execute(call.args, context, call);
-  let result: IdempotentResult<unknown> | undefined;
-  const run = async () =>
-    (result = await adapter.executor.run(call.call, fn, call.policy as ToolPolicy<unknown>));
-  const marked = (value: unknown, replayed: boolean) =>
-    mark(value, replayed, result as IdempotentResult<unknown>);
-  return settleRun(adapter as Adapter<never>, run, marked);
 }
 
 /**
