@@ -8,16 +8,8 @@
  */
 import { type AskApproval, ConfigurationError } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
-import {
-  type CallToolResult,
-  type Capabilities,
-  type McpServerLike,
-  type Session,
-  sessionOf,
-  type ToolCallInfo,
-  type ToolExtra,
-  takesForm,
-} from './sdk.js';
+import type { Capabilities, McpServerLike, Session, ToolCallInfo, ToolExtra } from './sdk.js';
+import { sessionOf, takesForm } from './sdk.js';
 
 /**
  * The `approval` of a tool's policy: ask the user through elicitation before it runs. `by`
@@ -36,7 +28,7 @@ export type McpApprovalOption = boolean | McpApprovalPolicy;
  */
 export type McpToolPolicy = kit.AskingToolPolicy<
   Record<string, unknown>,
-  CallToolResult,
+  kit.ContentResult,
   ToolCallInfo
 >;
 

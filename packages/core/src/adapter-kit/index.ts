@@ -143,11 +143,12 @@ export {
   wrapEntry,
   wrapRegistry,
 } from './registered-tools.js';
-export type {
-  RepeatableOption,
-  RepeatablePolicy,
-  Repeats,
-  TakenRepeat,
+export {
+  type RepeatableOption,
+  type RepeatablePolicy,
+  type Repeats,
+  schemaHasProperty,
+  type TakenRepeat,
 } from './repeats.js';
 export {
   anchorSources,
