@@ -44,8 +44,6 @@ export const approvalSpec: kit.AskingApprovalSpec<ToolCallInfo> = {
   },
 };
 
-const warned = new Set<string>();
-
 /**
  * A process warning (once per client name) when a client that cannot be asked connects to a
  * server with approval tools. Only a 2025-era connection says so at `initialize`.
@@ -57,11 +55,11 @@ export function watchCapabilities(server: McpServerLike, tools: string[], caller
   inner.oninitialized = () => {
     previous?.();
     const name = inner.getClientVersion?.()?.name ?? 'unknown';
-    if (takesForm(inner.getClientCapabilities?.()) || warned.has(name)) return;
-    warned.add(name);
-    process.emitWarning(
+    if (takesForm(inner.getClientCapabilities?.())) return;
+    kit.warnOnce(
+      'IDEMPOTENT_TOOLS_NO_ELICITATION',
+      name,
       `${caller}: the MCP client "${name}" did not declare the elicitation capability, so ${tools.join(', ')} (approval: true) cannot ask the user and every call of them is refused. Use a client that supports form elicitation.`,
-      { code: 'IDEMPOTENT_TOOLS_NO_ELICITATION' },
     );
   };
 }

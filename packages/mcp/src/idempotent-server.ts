@@ -104,14 +104,10 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
 
   /** The wrapped callback of one tool: its own (`raw`) run through the pipeline. */
   const wrappedOf = (raw: kit.OwnTool<kit.ToolEntry>, tool: kit.ToolEntry) => {
-    // Whether the output schema (zod 3 or 4, a Standard Schema) declares `replayed`, if any.
-    const declared = () =>
-      tool.outputSchema === undefined
-        ? undefined
-        : kit.schemaHasProperty(tool.outputSchema, 'replayed') === true;
     const mark = (value: unknown, replayed: boolean) =>
       kit.markContentResult(value as kit.ContentResult, replayed, {
-        ...{ markFresh: adapter.markFresh, metaField: REPLAYED_META, declared: declared() },
+        ...{ markFresh: adapter.markFresh, metaField: REPLAYED_META },
+        declared: kit.declaresReplayed(tool.outputSchema),
       });
     return async (...params: unknown[]) => {
       const extra = params[params.length - 1] as ToolExtra;

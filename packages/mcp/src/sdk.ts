@@ -3,16 +3,17 @@
  * (`@modelcontextprotocol/sdk`) calls a tool's `handler` / `callback` as `(args, extra)` or
  * `(extra)`, 2.x (`@modelcontextprotocol/server`) its `executor(args, ctx)`.
  */
-import { mergeSignals, type ToolEntry } from '@idempotent-tools/core/adapter-kit';
+import { mergeSignals, requestHeader, type ToolEntry } from '@idempotent-tools/core/adapter-kit';
 
 /** What the SDK hands a tool callback besides its arguments: 1.x `extra`, or 2.x `ctx`. */
 export interface ToolExtra {
   /** The session (stateful Streamable HTTP, SSE, a 2.x legacy session). */
   sessionId?: string | undefined;
-  /** 1.x: the request's `_meta`, the access token's information, the request's signal. */
+  /** 1.x: the request's `_meta`, the access token's information, the signal, the HTTP headers. */
   _meta?: Record<string, unknown> | undefined;
   authInfo?: AuthInfoLike | undefined;
   signal?: AbortSignal | undefined;
+  requestInfo?: { headers?: Record<string, unknown> } | undefined;
   /** 2.x: the request (`_meta` without the envelope, `envelope`, `signal`, `inputResponses`). */
   mcpReq?: {
     _meta?: Record<string, unknown>;
@@ -80,7 +81,6 @@ export function callInfo(
   server: McpServerLike,
 ): ToolCallInfo {
   const request = extra.mcpReq;
-  const headers = (extra.requestInfo as { headers?: Record<string, unknown> })?.headers;
   const info = request?.envelope?.['io.modelcontextprotocol/clientInfo'] as { name?: unknown };
   return {
     ...{ toolName, args, extra, authInfo: extra.http?.authInfo ?? extra.authInfo },
@@ -88,11 +88,7 @@ export function callInfo(
     meta: request !== undefined ? request._meta : extra._meta,
     clientName:
       typeof info?.name === 'string' ? info.name : sessionOf(server)?.getClientVersion?.()?.name,
-    header(name) {
-      const value = extra.http?.req?.headers.get(name) ?? headers?.[name.toLowerCase()];
-      if (Array.isArray(value)) return value.join(', ');
-      return typeof value === 'string' ? value : undefined;
-    },
+    header: (name) => requestHeader(extra.http?.req?.headers ?? extra.requestInfo?.headers, name),
   };
 }
 

@@ -77,6 +77,7 @@ export {
   type ContentResult,
   contentOutcome,
   contentReply,
+  declaresReplayed,
   markContentResult,
   ToolResultError,
 } from './content-results.js';
@@ -169,6 +170,7 @@ export {
   toolResultOf,
 } from './results.js';
 export { createRunnerStop, type RunnerStop } from './runner-stop.js';
+export { type RequestHeaders, requestHeader, warnOnce } from './server-calls.js';
 export { runSuspendable } from './suspensions.js';
 export {
   createTaskAdapter,
