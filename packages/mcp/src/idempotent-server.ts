@@ -65,18 +65,6 @@ export function idempotencyContext(extra: object): ExecutionContext | undefined 
   return contexts.get(extra);
 }
 
-/** The turn the client gave: its key, its turn id, its task, else its session (scoped by client). */
-const clientTurns = (window: number | false, ttl: number | undefined) =>
-  kit.createClientTurns<ToolCallInfo>({
-    ...{ window, ttl, keyField: IDEMPOTENCY_KEY_META, turnField: TURN_ID_META },
-    label: (field) => `_meta["${field}"]`,
-    meta: (call) => call.meta,
-    task: (call) =>
-      (call.meta?.['io.modelcontextprotocol/related-task'] as { taskId?: unknown })?.taskId,
-    session: (call) => call.sessionId,
-    who: (call) => [call.authInfo?.clientId, call.clientName],
-  });
-
 /** Check the options and make the adapter; returns what wraps one registered tool. */
 function prepare(server: McpServerLike, options: IdempotentServerOptions) {
   const refuse = (why: string) =>
@@ -93,7 +81,17 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
   }
   const o = (options ?? {}) as Record<string, unknown>;
   const ttl = typeof o.ttl === 'number' ? o.ttl : undefined; // never with { idempotency }
-  const clients = clientTurns((o.sessionWindow ?? DEFAULT_SESSION_WINDOW) as number | false, ttl);
+  const window = (o.sessionWindow ?? DEFAULT_SESSION_WINDOW) as number | false;
+  // The turn the client gave: its key, its turn id, its task, else its session (scoped by client).
+  const clients = kit.createClientTurns<ToolCallInfo>({
+    ...{ window, ttl, keyField: IDEMPOTENCY_KEY_META, turnField: TURN_ID_META },
+    label: (field) => `_meta["${field}"]`,
+    meta: (call) => call.meta,
+    task: (call) =>
+      (call.meta?.['io.modelcontextprotocol/related-task'] as { taskId?: unknown })?.taskId,
+    session: (call) => call.sessionId,
+    who: (call) => [call.authInfo?.clientId, call.clientName],
+  });
   const spec = { caller: CALLER, optionChecks: OPTION_CHECKS, repeatable: true, howTo: HOW_TO };
   const { adapter, approvals, approval, asking } = kit.createAskingAdapter<ToolCallInfo>(
     o,
