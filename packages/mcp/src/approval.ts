@@ -8,16 +8,8 @@
  */
 import { type AskApproval, ConfigurationError } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
-import {
-  type CallToolResult,
-  type Capabilities,
-  type McpServerLike,
-  type Session,
-  sessionOf,
-  type ToolCallInfo,
-  type ToolExtra,
-  takesForm,
-} from './sdk.js';
+import type { Capabilities, McpServerLike, Session, ToolCallInfo, ToolExtra } from './sdk.js';
+import { sessionOf, takesForm } from './sdk.js';
 
 /**
  * The `approval` of a tool's policy: ask the user through elicitation before it runs. `by`
@@ -36,7 +28,7 @@ export type McpApprovalOption = boolean | McpApprovalPolicy;
  */
 export type McpToolPolicy = kit.AskingToolPolicy<
   Record<string, unknown>,
-  CallToolResult,
+  kit.ContentResult,
   ToolCallInfo
 >;
 
@@ -52,8 +44,6 @@ export const approvalSpec: kit.AskingApprovalSpec<ToolCallInfo> = {
   },
 };
 
-const warned = new Set<string>();
-
 /**
  * A process warning (once per client name) when a client that cannot be asked connects to a
  * server with approval tools. Only a 2025-era connection says so at `initialize`.
@@ -65,11 +55,11 @@ export function watchCapabilities(server: McpServerLike, tools: string[], caller
   inner.oninitialized = () => {
     previous?.();
     const name = inner.getClientVersion?.()?.name ?? 'unknown';
-    if (takesForm(inner.getClientCapabilities?.()) || warned.has(name)) return;
-    warned.add(name);
-    process.emitWarning(
+    if (takesForm(inner.getClientCapabilities?.())) return;
+    kit.warnOnce(
+      'IDEMPOTENT_TOOLS_NO_ELICITATION',
+      name,
       `${caller}: the MCP client "${name}" did not declare the elicitation capability, so ${tools.join(', ')} (approval: true) cannot ask the user and every call of them is refused. Use a client that supports form elicitation.`,
-      { code: 'IDEMPOTENT_TOOLS_NO_ELICITATION' },
     );
   };
 }

@@ -5,19 +5,11 @@ import {
 } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
 import { approvalSpec, askOf, type McpToolPolicy, watchCapabilities } from './approval.js';
-import {
-  type CallToolResult,
-  callbacksOf,
-  callInfo,
-  outputDeclaresReplayed as declared,
-  entryField,
-  type McpServerLike,
-  type RegisteredTool,
-  type ToolCallInfo,
-  type ToolExtra,
-  withSignal,
-} from './sdk.js';
+import type { ToolCallInfo, ToolExtra } from './sdk.js';
+import { callbacksOf, callInfo, entryField, type McpServerLike, withSignal } from './sdk.js';
 
+/** A `CallToolResult` of either SDK, as far as the adapter reads it. */
+export type { ContentResult as CallToolResult } from '@idempotent-tools/core/adapter-kit';
 /** An `isError: true` result of a tool: not stored (a retry runs again) unless `isTerminalError`. */
 export { ToolResultError } from '@idempotent-tools/core/adapter-kit';
 export {
@@ -26,7 +18,7 @@ export {
   type McpApprovalPolicy,
   type McpToolPolicy,
 } from './approval.js';
-export type { CallToolResult, McpServerLike, ToolCallInfo, ToolExtra } from './sdk.js';
+export type { McpServerLike, ToolCallInfo, ToolExtra } from './sdk.js';
 
 /** `_meta` field of a `tools/call` request: the client's idempotency key for this one call. */
 export const IDEMPOTENCY_KEY_META = 'io.idempotent-tools/key';
@@ -73,18 +65,6 @@ export function idempotencyContext(extra: object): ExecutionContext | undefined 
   return contexts.get(extra);
 }
 
-/** The turn the client gave: its key, its turn id, its task, else its session (scoped by client). */
-const clientTurns = (window: number | false, ttl: number | undefined) =>
-  kit.createClientTurns<ToolCallInfo>({
-    ...{ window, ttl, keyField: IDEMPOTENCY_KEY_META, turnField: TURN_ID_META },
-    label: (field) => `_meta["${field}"]`,
-    meta: (call) => call.meta,
-    task: (call) =>
-      (call.meta?.['io.modelcontextprotocol/related-task'] as { taskId?: unknown })?.taskId,
-    session: (call) => call.sessionId,
-    who: (call) => [call.authInfo?.clientId, call.clientName],
-  });
-
 /** Check the options and make the adapter; returns what wraps one registered tool. */
 function prepare(server: McpServerLike, options: IdempotentServerOptions) {
   const refuse = (why: string) =>
@@ -101,7 +81,17 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
   }
   const o = (options ?? {}) as Record<string, unknown>;
   const ttl = typeof o.ttl === 'number' ? o.ttl : undefined; // never with { idempotency }
-  const clients = clientTurns((o.sessionWindow ?? DEFAULT_SESSION_WINDOW) as number | false, ttl);
+  const window = (o.sessionWindow ?? DEFAULT_SESSION_WINDOW) as number | false;
+  // The turn the client gave: its key, its turn id, its task, else its session (scoped by client).
+  const clients = kit.createClientTurns<ToolCallInfo>({
+    ...{ window, ttl, keyField: IDEMPOTENCY_KEY_META, turnField: TURN_ID_META },
+    label: (field) => `_meta["${field}"]`,
+    meta: (call) => call.meta,
+    task: (call) =>
+      (call.meta?.['io.modelcontextprotocol/related-task'] as { taskId?: unknown })?.taskId,
+    session: (call) => call.sessionId,
+    who: (call) => [call.authInfo?.clientId, call.clientName],
+  });
   const spec = { caller: CALLER, optionChecks: OPTION_CHECKS, repeatable: true, howTo: HOW_TO };
   const { adapter, approvals, approval, asking } = kit.createAskingAdapter<ToolCallInfo>(
     o,
@@ -111,10 +101,11 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
   if (asking.length > 0) watchCapabilities(server, asking, CALLER);
 
   /** The wrapped callback of one tool: its own (`raw`) run through the pipeline. */
-  const wrappedOf = (raw: kit.OwnTool<RegisteredTool>, tool: RegisteredTool) => {
+  const wrappedOf = (raw: kit.OwnTool<kit.ToolEntry>, tool: kit.ToolEntry) => {
     const mark = (value: unknown, replayed: boolean) =>
-      kit.markContentResult(value as CallToolResult, replayed, {
-        ...{ markFresh: adapter.markFresh, metaField: REPLAYED_META, declared: declared(tool) },
+      kit.markContentResult(value as kit.ContentResult, replayed, {
+        ...{ markFresh: adapter.markFresh, metaField: REPLAYED_META },
+        declared: kit.declaresReplayed(tool.outputSchema),
       });
     return async (...params: unknown[]) => {
       const extra = params[params.length - 1] as ToolExtra;
@@ -127,7 +118,7 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
         const inner = withSignal(extra, context.signal);
         contexts.set(inner, context);
         const handler = raw.handler as Handler;
-        const output = (await handler(...(hasArgs ? [args, inner] : [inner]))) as CallToolResult;
+        const output = (await handler(...(hasArgs ? [args, inner] : [inner]))) as kit.ContentResult;
         // A 2026-07-28 `input_required` round is never the outcome: the claim is released.
         if (output?.resultType === 'input_required') throw new kit.NotAnOutcome(output);
         return kit.contentOutcome(output);
@@ -140,7 +131,7 @@ function prepare(server: McpServerLike, options: IdempotentServerOptions) {
   };
 
   /** Make one registered tool idempotent (or mark it unsafe), now and after `update(...)`. */
-  return (name: unknown, tool: RegisteredTool) => {
+  return (name: unknown, tool: kit.ToolEntry) => {
     if (typeof name !== 'string' || tool === null || typeof tool !== 'object') return;
     const field = entryField(tool);
     kit.wrapEntry(name, tool, {
@@ -173,7 +164,7 @@ export function idempotentServer<S extends McpServerLike>(
 ): S {
   const wrap = prepare(server, options);
   const tools = (server as { _registeredTools?: object })._registeredTools ?? {};
-  const registered = Object.entries(tools) as [string, RegisteredTool][];
+  const registered = Object.entries(tools) as [string, kit.ToolEntry][];
   const methods = ['registerTool', 'tool'];
   return kit.wrapRegistry(
     server,

@@ -3,16 +3,17 @@
  * (`@modelcontextprotocol/sdk`) calls a tool's `handler` / `callback` as `(args, extra)` or
  * `(extra)`, 2.x (`@modelcontextprotocol/server`) its `executor(args, ctx)`.
  */
-import { type ContentResult, mergeSignals } from '@idempotent-tools/core/adapter-kit';
+import { mergeSignals, requestHeader, type ToolEntry } from '@idempotent-tools/core/adapter-kit';
 
 /** What the SDK hands a tool callback besides its arguments: 1.x `extra`, or 2.x `ctx`. */
 export interface ToolExtra {
   /** The session (stateful Streamable HTTP, SSE, a 2.x legacy session). */
   sessionId?: string | undefined;
-  /** 1.x: the request's `_meta`, the access token's information, the request's signal. */
+  /** 1.x: the request's `_meta`, the access token's information, the signal, the HTTP headers. */
   _meta?: Record<string, unknown> | undefined;
   authInfo?: AuthInfoLike | undefined;
   signal?: AbortSignal | undefined;
+  requestInfo?: { headers?: Record<string, unknown> } | undefined;
   /** 2.x: the request (`_meta` without the envelope, `envelope`, `signal`, `inputResponses`). */
   mcpReq?: {
     _meta?: Record<string, unknown>;
@@ -30,17 +31,6 @@ export type AuthInfoLike = {
   extra?: Record<string, unknown>;
   [k: string]: unknown;
 };
-
-/** A `CallToolResult` of either SDK, as far as the adapter reads it. */
-export type CallToolResult = ContentResult;
-
-/** A registered tool of either SDK's `McpServer`. */
-export interface RegisteredTool {
-  description?: string | undefined;
-  annotations?: { readOnlyHint?: boolean; idempotentHint?: boolean } | undefined;
-  update(updates: Record<string, unknown>): void;
-  [field: string]: unknown;
-}
 
 /** Either SDK's `McpServer`. */
 export interface McpServerLike {
@@ -65,13 +55,13 @@ export interface ToolCallInfo {
 }
 
 /** The field the server calls to run the tool: 2.x `executor`, 1.23+ `handler`, else `callback`. */
-export function entryField(tool: RegisteredTool): 'executor' | 'handler' | 'callback' {
+export function entryField(tool: ToolEntry): 'executor' | 'handler' | 'callback' {
   if (typeof tool.executor === 'function') return 'executor';
   return 'handler' in tool ? 'handler' : 'callback';
 }
 
 /** The tool's callbacks (2.x `executor`, 1.x `handler` / `callback`), to refuse wrapped ones. */
-export const callbacksOf = (tool: RegisteredTool) => [tool.handler, tool.callback, tool.executor];
+export const callbacksOf = (tool: ToolEntry) => [tool.handler, tool.callback, tool.executor];
 
 /** 1.x: the server of the session (its client, its capabilities, push-style elicitation). */
 export type Session = {
@@ -91,7 +81,6 @@ export function callInfo(
   server: McpServerLike,
 ): ToolCallInfo {
   const request = extra.mcpReq;
-  const headers = (extra.requestInfo as { headers?: Record<string, unknown> })?.headers;
   const info = request?.envelope?.['io.modelcontextprotocol/clientInfo'] as { name?: unknown };
   return {
     ...{ toolName, args, extra, authInfo: extra.http?.authInfo ?? extra.authInfo },
@@ -99,11 +88,7 @@ export function callInfo(
     meta: request !== undefined ? request._meta : extra._meta,
     clientName:
       typeof info?.name === 'string' ? info.name : sessionOf(server)?.getClientVersion?.()?.name,
-    header(name) {
-      const value = extra.http?.req?.headers.get(name) ?? headers?.[name.toLowerCase()];
-      if (Array.isArray(value)) return value.join(', ');
-      return typeof value === 'string' ? value : undefined;
-    },
+    header: (name) => requestHeader(extra.http?.req?.headers ?? extra.requestInfo?.headers, name),
   };
 }
 
@@ -113,18 +98,6 @@ export function withSignal(extra: ToolExtra, signal: AbortSignal): ToolExtra {
   return extra.mcpReq !== undefined
     ? { ...extra, mcpReq: { ...extra.mcpReq, signal: both } }
     : { ...extra, signal: both };
-}
-
-/**
- * Whether the tool's output schema declares a `replayed` property: zod 4 or 3 objects (1.x and
- * 2.x), or the JSON Schema 2.x advertises. Undefined when the tool has no output schema.
- */
-export function outputDeclaresReplayed(tool: RegisteredTool): boolean | undefined {
-  if (tool.outputSchema === undefined) return undefined;
-  const json = tool.outputSchemaJson as { properties?: Record<string, unknown> } | undefined;
-  const schema = tool.outputSchema as { shape?: unknown; _zod?: { def?: { shape?: unknown } } };
-  const shape = json?.properties ?? schema._zod?.def?.shape ?? schema.shape;
-  return shape !== null && typeof shape === 'object' && Object.hasOwn(shape, 'replayed');
 }
 
 /** Whether the client takes form elicitation (`elicitation: {}` is form, the pre-mode rule). */

@@ -4,6 +4,7 @@ import {
   type ContentResult,
   contentOutcome,
   contentReply,
+  declaresReplayed,
   markContentResult,
   ToolResultError,
 } from './content-results.js';
@@ -11,6 +12,14 @@ import {
 const text = (value: string) => ({ type: 'text', text: value });
 
 describe('content results', () => {
+  test('declaresReplayed: whether an output schema has `replayed`, undefined without one', () => {
+    expect(declaresReplayed(undefined)).toBeUndefined();
+    expect(declaresReplayed({ shape: { replayed: {}, id: {} } })).toBe(true);
+    expect(declaresReplayed({ _zod: { def: { shape: { id: {} } } } })).toBe(false);
+    // A schema whose properties cannot be known: it declares nothing.
+    expect(declaresReplayed({})).toBe(false);
+  });
+
   test('ToolResultError: the result kept, its text parts as the message', () => {
     const result = { content: [text('no stock'), { type: 'image' }, text('sorry')], isError: true };
     const error = new ToolResultError(result);

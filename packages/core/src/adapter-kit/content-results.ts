@@ -6,6 +6,7 @@
 import { markReplayed } from '../model-output.js';
 import { errorText, markContent } from './calls.js';
 import type { CallOutcome } from './pipeline.js';
+import { schemaHasProperty } from './repeats.js';
 
 /** A result of content blocks, as far as the kit reads it. */
 export interface ContentResult {
@@ -46,6 +47,15 @@ export interface ContentMark {
   metaField: string;
   /** Whether the output schema has a `replayed` property (undefined: there is no schema). */
   declared: boolean | undefined;
+}
+
+/**
+ * `ContentMark.declared` of a tool's output schema (zod 3 or 4, a Standard Schema with JSON
+ * Schema): whether it has a `replayed` property; undefined when there is no schema.
+ */
+export function declaresReplayed(outputSchema: unknown): boolean | undefined {
+  if (outputSchema === undefined) return undefined;
+  return schemaHasProperty(outputSchema, 'replayed') === true;
 }
 
 /**

@@ -74,6 +74,7 @@ export {
   type ContentResult,
   contentOutcome,
   contentReply,
+  declaresReplayed,
   markContentResult,
   ToolResultError,
 } from './content-results.js';
@@ -139,11 +140,12 @@ export {
   wrapEntry,
   wrapRegistry,
 } from './registered-tools.js';
-export type {
-  RepeatableOption,
-  RepeatablePolicy,
-  Repeats,
-  TakenRepeat,
+export {
+  type RepeatableOption,
+  type RepeatablePolicy,
+  type Repeats,
+  schemaHasProperty,
+  type TakenRepeat,
 } from './repeats.js';
 export {
   anchorSources,
@@ -164,6 +166,7 @@ export {
   toolResultOf,
 } from './results.js';
 export { createRunnerStop, type RunnerStop } from './runner-stop.js';
+export { type RequestHeaders, requestHeader, warnOnce } from './server-calls.js';
 export { runSuspendable } from './suspensions.js';
 export {
   createTaskAdapter,
