@@ -31,3 +31,38 @@ export async function withRetries<T>(attempts: number, fn: () => Promise<T>): Pr
   }
   throw last;
 }
+
+/**
+ * The crash point of a crash child of the ticket apps (`runChild`): `onEvent` for the executor
+ * (SIGKILLs the process once `toolName`'s outcome is stored, `mode: 'after-persist'`), and
+ * `system`, the ticket vendor on `effectsFile` that SIGKILLs the process right after the effect
+ * (`mode: 'after-effect'`); `afterEffect` is that kill for a tool that calls the vendor itself.
+ */
+export function ticketCrash(options: {
+  mode: string | undefined;
+  effectsFile: string | undefined;
+  toolName?: string;
+}) {
+  const die = () => process.kill(process.pid, 'SIGKILL');
+  const toolName = options.toolName ?? 'create_ticket';
+  const afterEffect = () => {
+    if (options.mode === 'after-effect') die();
+  };
+  const inner = ticketSystem(options.effectsFile);
+  return {
+    onEvent: (event: { toolName: string; outcome: string }) => {
+      if (options.mode === 'after-persist' && event.toolName === toolName) {
+        if (event.outcome === 'executed') die();
+      }
+    },
+    afterEffect,
+    system: {
+      ...inner,
+      create<P extends string = 'normal'>(args: { title: string; priority?: P }) {
+        const result = inner.create(args);
+        afterEffect();
+        return result;
+      },
+    },
+  };
+}
