@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OutcomeUnknownError } from '@idempotent-tools/core';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, runChild } from '@idempotent-tools/testing';
 import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/testing/openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Crash, chargeModel, runChargeAgent } from './test-utils/crash-agent.js';
@@ -18,23 +17,10 @@ afterAll(() => server.close());
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 
 /** Run one agent turn in a child process that SIGKILLs itself at `crash`. */
-function runChild(env: { CRASH_DB: string; CRASH_EFFECTS: string; CRASH_AT: Crash & string }) {
-  return new Promise<{ signal: NodeJS.Signals | null; stderr: string }>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join('src', 'test-utils', 'crash-child.ts')],
-      {
-        cwd: packageDir,
-        env: { ...process.env, ...env, CRASH_BASE_URL: server.baseURL },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
-    let stderr = '';
-    child.stderr.on('data', (chunk) => {
-      stderr += String(chunk);
-    });
-    child.on('error', reject);
-    child.on('exit', (_code, signal) => resolve({ signal, stderr }));
+function inChild(env: { CRASH_DB: string; CRASH_EFFECTS: string; CRASH_AT: Crash & string }) {
+  return runChild(join('src', 'test-utils', 'crash-child.ts'), {
+    cwd: packageDir,
+    env: { ...env, CRASH_BASE_URL: server.baseURL },
   });
 }
 
@@ -43,7 +29,7 @@ describe('(5) a process killed mid-turn, on a SQLite store, over @ai-sdk/openai'
   it('killed after the outcome was stored: the resumed run replays it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ai-sdk-crash-'));
     const files = { dbPath: join(dir, 'agent.db'), effectsFile: join(dir, 'effects.log') };
-    const child = await runChild({
+    const child = await inChild({
       CRASH_DB: files.dbPath,
       CRASH_EFFECTS: files.effectsFile,
       CRASH_AT: 'after-persist',
@@ -63,7 +49,7 @@ describe('(5) a process killed mid-turn, on a SQLite store, over @ai-sdk/openai'
   it('killed right after the side effect: the resumed run gets outcome-unknown, never a second charge', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ai-sdk-crash-'));
     const files = { dbPath: join(dir, 'agent.db'), effectsFile: join(dir, 'effects.log') };
-    const child = await runChild({
+    const child = await inChild({
       CRASH_DB: files.dbPath,
       CRASH_EFFECTS: files.effectsFile,
       CRASH_AT: 'after-effect',

@@ -2,13 +2,12 @@
  * A process killed mid-turn (SQLite store), then the same turn resumed in another process with
  * the real client against the scripted server: never a second side effect.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, runChild } from '@idempotent-tools/testing';
 import { startScriptedServer } from '@idempotent-tools/testing/gemini';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createIdempotency } from './index.js';
@@ -20,22 +19,7 @@ const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'google-genai-adapter-crash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function runChild(
-  env: Record<string, string>,
-): Promise<{ signal: NodeJS.Signals | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', child], {
-      cwd: packageDir,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    proc.stderr.on('data', (d) => (out += d));
-    proc.on('error', reject);
-    proc.on('close', (_code, signal) => resolve({ signal, out }));
-  });
-}
+const inChild = (env: Record<string, string>) => runChild(child, { cwd: packageDir, env });
 
 describe('a process killed mid-turn (SQLite store), then the turn resumed in another process', () => {
   for (const mode of ['after-effect', 'after-persist'] as const) {
@@ -44,7 +28,7 @@ describe('a process killed mid-turn (SQLite store), then the turn resumed in ano
       const effects = join(dir, `${mode}.effects`);
       const server = await startScriptedServer({ respond: ticketModel });
       try {
-        const killed = await runChild({
+        const killed = await inChild({
           CRASH_MODE: mode,
           CRASH_DB: db,
           CRASH_EFFECTS: effects,

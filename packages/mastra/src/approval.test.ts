@@ -3,14 +3,13 @@
  * suspended (Mastra memory and run snapshots on LibSQL, idempotency records on SQLite), through
  * Mastra's real agent loop and the scripted model.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { APPROVAL_TOOL_NAMES, type Approval, createMemoryStore } from '@idempotent-tools/core';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, lastJsonLine, runChild } from '@idempotent-tools/testing';
 import { createTool } from '@mastra/core/tools';
 import { afterAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
@@ -31,26 +30,10 @@ afterAll(() => {
 });
 
 /** One process of the app (see test-utils/approval-child.ts): its JSON line. */
-function inChild(env: Record<string, string>): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', child], {
-      cwd: packageDir,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    proc.stderr.on('data', (d) => (out += d));
-    proc.on('error', reject);
-    proc.on('close', (code) => {
-      try {
-        if (code !== 0) throw new Error(`exit ${code}`);
-        resolve(JSON.parse(out.trim().split('\n').at(-1) as string));
-      } catch (error) {
-        reject(new Error(`${String(error)}\n${out}`));
-      }
-    });
-  });
+async function inChild(env: Record<string, string>): Promise<Record<string, unknown>> {
+  const { code, out } = await runChild(child, { cwd: packageDir, env });
+  if (code !== 0) throw new Error(`Error: exit ${code}\n${out}`);
+  return lastJsonLine(out);
 }
 
 /** A run suspended for the approval of `carry_out` in a process that has exited. */

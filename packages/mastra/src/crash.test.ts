@@ -2,12 +2,11 @@
  * Processes killed mid-turn and restarted, on durable state (Mastra memory and run snapshots on
  * LibSQL, idempotency records on SQLite): never a second side effect.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, lastJsonLine, runChild } from '@idempotent-tools/testing';
 import { afterAll, describe, expect, test } from 'vitest';
 
 const child = fileURLToPath(new URL('./test-utils/crash-child.ts', import.meta.url));
@@ -22,45 +21,29 @@ const newDir = () => {
   return dir;
 };
 
-function runChild(
-  env: Record<string, string>,
-): Promise<{ signal: NodeJS.Signals | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', child], {
-      cwd: packageDir,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    proc.stderr.on('data', (d) => (out += d));
-    proc.on('error', reject);
-    proc.on('close', (_code, signal) => resolve({ signal, out }));
-  });
-}
-const lastJson = (out: string) => JSON.parse(out.trim().split('\n').at(-1) as string);
+const inChild = (env: Record<string, string>) => runChild(child, { cwd: packageDir, env });
 
 describe('a process killed after the tool ran, the turn resumed in another process', () => {
   test('the same turn sent again after the crash: replayed, one effect', async () => {
     const DIR = newDir();
-    const killed = await runChild({ MODE: 'turn', CRASH: 'after-persist', DIR });
+    const killed = await inChild({ MODE: 'turn', CRASH: 'after-persist', DIR });
     expect(killed.signal, killed.out).toBe('SIGKILL');
     expect(countEffects(join(DIR, 'effects'))).toBe(1);
-    const resumed = await runChild({ MODE: 'turn', DIR });
+    const resumed = await inChild({ MODE: 'turn', DIR });
     expect(resumed.signal, resumed.out).toBe(null);
-    expect(lastJson(resumed.out).text).toContain('"replayed":true');
+    expect(lastJsonLine(resumed.out).text).toContain('"replayed":true');
     expect(countEffects(join(DIR, 'effects'))).toBe(1);
   });
 
   test('a tool that saved the thread mid-run (flushMessages), killed in it: the same words are refused (turnId), one effect', async () => {
     const DIR = newDir();
-    const killed = await runChild({ MODE: 'turn', CRASH: 'in-tool-after-flush', DIR });
+    const killed = await inChild({ MODE: 'turn', CRASH: 'in-tool-after-flush', DIR });
     expect(killed.signal, killed.out).toBe('SIGKILL');
     expect(countEffects(join(DIR, 'effects'))).toBe(1);
     // The thread holds the call with no outcome: a broken run's, or a finished one's? Refused.
-    const again = await runChild({ MODE: 'turn', DIR });
+    const again = await inChild({ MODE: 'turn', DIR });
     expect(again.signal, again.out).toBe(null);
-    expect(lastJson(again.out).error).toMatchObject({
+    expect(lastJsonLine(again.out).error).toMatchObject({
       name: 'ConfigurationError',
       code: 'configuration',
       message: expect.stringMatching(/broken attempt.*Pass turnId/s),
@@ -70,17 +53,21 @@ describe('a process killed after the tool ran, the turn resumed in another proce
 
   test('requireApproval: approved after a restart, killed, approved again: one effect', async () => {
     const DIR = newDir();
-    const suspended = await runChild({ MODE: 'suspend', DIR });
-    const { finishReason, runId, toolCallId } = lastJson(suspended.out);
+    const suspended = await inChild({ MODE: 'suspend', DIR });
+    const { finishReason, runId, toolCallId } = lastJsonLine<{
+      finishReason: string;
+      runId: string;
+      toolCallId: string;
+    }>(suspended.out);
     expect(finishReason, suspended.out).toBe('suspended');
     expect(countEffects(join(DIR, 'effects'))).toBe(0);
     const env = { DIR, RUN_ID: runId, CALL_ID: toolCallId };
-    const killed = await runChild({ ...env, MODE: 'approve', CRASH: 'after-persist' });
+    const killed = await inChild({ ...env, MODE: 'approve', CRASH: 'after-persist' });
     expect(killed.signal, killed.out).toBe('SIGKILL');
     expect(countEffects(join(DIR, 'effects'))).toBe(1);
-    const approved = await runChild({ ...env, MODE: 'approve' });
+    const approved = await inChild({ ...env, MODE: 'approve' });
     expect(approved.signal, approved.out).toBe(null);
-    expect(lastJson(approved.out).results).toEqual([
+    expect(lastJsonLine(approved.out).results).toEqual([
       { done: 'Cancel my subscription.', replayed: true },
     ]);
     expect(countEffects(join(DIR, 'effects'))).toBe(1);

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, runChild } from '@idempotent-tools/testing';
 import { describe, expect, it } from 'vitest';
 import { REPLAYED_META } from './index.js';
 import { type Crash, runHost } from './test-utils/crash-host.js';
@@ -13,25 +12,13 @@ import { modelError, texts } from './test-utils/helpdesk.js';
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 
 /** Run the host in a child process that SIGKILLs itself at `crash`. */
-function runChild(env: {
+function inChild(env: {
   CRASH_DB: string;
   CRASH_EFFECTS: string;
   CRASH_AT: Crash & string;
   CRASH_TURN: string;
 }) {
-  return new Promise<{ signal: NodeJS.Signals | null; stderr: string }>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join('src', 'test-utils', 'crash-child.ts')],
-      { cwd: packageDir, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr.on('data', (chunk) => {
-      stderr += String(chunk);
-    });
-    child.on('error', reject);
-    child.on('exit', (_code, signal) => resolve({ signal, stderr }));
-  });
+  return runChild(join('src', 'test-utils', 'crash-child.ts'), { cwd: packageDir, env: env });
 }
 
 function tempFiles() {
@@ -43,7 +30,7 @@ describe('(5) a server process killed mid-call, on a SQLite store', () => {
   it('killed after the outcome was stored (_meta turn id): the restarted server replays it', async () => {
     const files = tempFiles();
     const turn = randomUUID();
-    const child = await runChild({
+    const child = await inChild({
       CRASH_DB: files.dbPath,
       CRASH_EFFECTS: files.effectsFile,
       CRASH_AT: 'after-persist',
@@ -66,7 +53,7 @@ describe('(5) a server process killed mid-call, on a SQLite store', () => {
   it('killed right after the side effect (_meta turn id): outcome-unknown, never a second charge', async () => {
     const files = tempFiles();
     const turn = randomUUID();
-    const child = await runChild({
+    const child = await inChild({
       CRASH_DB: files.dbPath,
       CRASH_EFFECTS: files.effectsFile,
       CRASH_AT: 'after-effect',

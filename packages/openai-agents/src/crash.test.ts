@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, runChild } from '@idempotent-tools/testing';
 import { Agent, run, setTracingDisabled, tool } from '@openai/agents';
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -20,22 +19,7 @@ setTracingDisabled(true);
 
 type Mode = 'after-effect' | 'after-persist';
 
-function runChild(
-  env: Record<string, string>,
-): Promise<{ signal: NodeJS.Signals | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', child], {
-      cwd: packageDir,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    proc.stderr.on('data', (d) => (out += d));
-    proc.on('error', reject);
-    proc.on('close', (_code, signal) => resolve({ signal, out }));
-  });
-}
+const inChild = (env: Record<string, string>) => runChild(child, { cwd: packageDir, env });
 
 function files(name: string) {
   return { db: join(dir, `${name}.db`), effects: join(dir, `${name}.effects`) };
@@ -54,7 +38,7 @@ describe('a process killed mid-turn (SQLite store), then the turn resumed in ano
   for (const mode of ['after-effect', 'after-persist'] as const) {
     test(`@openai/agents, killed ${mode}: never a second side effect`, async () => {
       const { db, effects } = files(`agents-${mode}`);
-      const killed = await runChild({
+      const killed = await inChild({
         CRASH_MODE: mode,
         CRASH_DB: db,
         CRASH_EFFECTS: effects,

@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, runChild } from '@idempotent-tools/testing';
 import { startScriptedServer } from '@idempotent-tools/testing/openai';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createIdempotency, createToolDispatcher } from './index.js';
@@ -24,22 +23,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 type Mode = 'after-effect' | 'after-persist';
 
-function runChild(
-  env: Record<string, string>,
-): Promise<{ signal: NodeJS.Signals | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', child], {
-      cwd: packageDir,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    proc.stderr.on('data', (d) => (out += d));
-    proc.on('error', reject);
-    proc.on('close', (_code, signal) => resolve({ signal, out }));
-  });
-}
+const inChild = (env: Record<string, string>) => runChild(child, { cwd: packageDir, env });
 
 function files(name: string) {
   return { db: join(dir, `${name}.db`), effects: join(dir, `${name}.effects`) };
@@ -60,7 +44,7 @@ describe('a process killed mid-turn (SQLite store), then the turn resumed in ano
       const { db, effects } = files(`chat-${mode}`);
       const server = await startScriptedServer({ respond: ticketModel });
       try {
-        const killed = await runChild({
+        const killed = await inChild({
           CRASH_MODE: mode,
           CRASH_DB: db,
           CRASH_EFFECTS: effects,

@@ -11,13 +11,17 @@ export interface ChildResult {
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
+  /** stdout and stderr interleaved as they came: the message of a failed expectation. */
+  out: string;
 }
 
 /**
  * Run a TypeScript module in a child Node process (`node --import tsx <module>`, from `cwd`),
  * with `env` added to this process's. One harness for every adapter's crash tests: the module
  * runs the framework's real loop and kills itself (`process.kill(process.pid, 'SIGKILL')`) at the
- * crash point it is told.
+ * crash point it is told. Resolves on `close`, when the child has exited and both streams have
+ * ended, so the output is complete however loaded the machine is; no time limit of its own (the
+ * test runner's hang detector is the only one).
  */
 export function runChild(
   module: string,
@@ -31,15 +35,28 @@ export function runChild(
     });
     let stdout = '';
     let stderr = '';
+    let out = '';
     child.stdout.on('data', (chunk) => {
       stdout += String(chunk);
+      out += String(chunk);
     });
     child.stderr.on('data', (chunk) => {
       stderr += String(chunk);
+      out += String(chunk);
     });
     child.on('error', reject);
-    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr, out }));
   });
+}
+
+/** The last line of a child's output parsed as JSON: what the child printed as its result. */
+export function lastJsonLine<T = Record<string, unknown>>(output: string): T {
+  const line = output.trim().split('\n').at(-1);
+  try {
+    return JSON.parse(line ?? '') as T;
+  } catch {
+    throw new Error(`the child printed no JSON result:\n${output}`);
+  }
 }
 
 /** Where a crash case kills the process: after the outcome was stored, or right after the effect. */

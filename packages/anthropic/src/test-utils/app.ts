@@ -1,8 +1,8 @@
 /** A small ticket-opening app over the real Anthropic SDK client, shared by the tests and the crash child. */
-import { appendFileSync } from 'node:fs';
 import Anthropic from '@anthropic-ai/sdk';
 import { betaZodTool } from '@anthropic-ai/sdk/helpers/beta/zod';
 import type { MessageParam, Tool } from '@anthropic-ai/sdk/resources/messages';
+import type { TicketSystem } from '@idempotent-tools/testing';
 import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/anthropic';
 import { z } from 'zod';
 import {
@@ -11,6 +11,8 @@ import {
   type ToolDispatcher,
   type TurnOptions,
 } from '../index.js';
+
+export { type TicketSystem, ticketSystem } from '@idempotent-tools/testing';
 
 export const ticketArgs = z.object({
   title: z.string().min(1),
@@ -22,22 +24,6 @@ export const ticketDefinition: Tool = {
   description: 'Open a support ticket.',
   input_schema: z.toJSONSchema(ticketArgs) as Tool.InputSchema,
 };
-
-/** The "vendor": every ticket opened, in memory, and in a file when one is given. */
-export function ticketSystem(effectsFile?: string) {
-  const tickets: Array<{ id: string; title: string }> = [];
-  return {
-    tickets,
-    create(args: z.infer<typeof ticketArgs>) {
-      const ticket = { id: `T-${tickets.length + 1}`, title: args.title };
-      tickets.push(ticket);
-      if (effectsFile !== undefined) appendFileSync(effectsFile, `${JSON.stringify(ticket)}\n`);
-      return { ticket: ticket.id, title: ticket.title, priority: args.priority };
-    },
-  };
-}
-
-export type TicketSystem = ReturnType<typeof ticketSystem>;
 
 /** The SDK's own runnable tool (betaZodTool), as an app writes it. */
 export const ticketTool = (system: TicketSystem, after?: () => void) =>

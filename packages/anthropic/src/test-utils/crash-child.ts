@@ -3,6 +3,7 @@
  * stored) or after the outcome is stored (before replying). Driven by crash.test.ts.
  */
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
+import { ticketCrash } from '@idempotent-tools/testing';
 import { createIdempotency, createToolDispatcher } from '../index.js';
 import {
   CRASH_PROMPT,
@@ -15,19 +16,14 @@ import {
 } from './app.js';
 
 const { CRASH_SURFACE, CRASH_MODE, CRASH_DB, CRASH_EFFECTS, CRASH_BASE_URL } = process.env;
-const die = () => process.kill(process.pid, 'SIGKILL');
+const crash = ticketCrash({ mode: CRASH_MODE, effectsFile: CRASH_EFFECTS });
 const idempotency = createIdempotency({
   store: openSqliteStore(CRASH_DB as string),
   lease: 1_000,
-  onEvent: (event) => {
-    const tool = event.toolName === 'create_ticket';
-    if (CRASH_MODE === 'after-persist' && tool && event.outcome === 'executed') die();
-  },
+  onEvent: crash.onEvent,
 });
 const system = ticketSystem(CRASH_EFFECTS);
-const afterEffect = () => {
-  if (CRASH_MODE === 'after-effect') die();
-};
+const { afterEffect } = crash;
 const anthropic = client(CRASH_BASE_URL as string);
 const history = [{ role: 'user' as const, content: CRASH_PROMPT }];
 

@@ -4,7 +4,6 @@
  * through each surface of the adapter (automatic function calling, a hand-written loop, chats;
  * JSON and streamed).
  */
-import { appendFileSync } from 'node:fs';
 import {
   type CallableTool,
   type Content,
@@ -14,9 +13,12 @@ import {
   type HttpOptions,
   type PartListUnion,
 } from '@google/genai';
+import type { ticketSystem } from '@idempotent-tools/testing';
 import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/gemini';
 import { z } from 'zod';
 import type { IdempotentFunctions } from '../index.js';
+
+export { ticketSystem } from '@idempotent-tools/testing';
 
 export const MODEL = 'gemini-2.5-flash';
 export const CRASH_PROMPT = 'Open a ticket: the printer is on fire.';
@@ -30,20 +32,6 @@ export const ticketDeclaration = {
   description: 'Open a support ticket.',
   parametersJsonSchema: z.toJSONSchema(ticketArgs),
 };
-
-/** A side effect that counts: in memory, and in a file when one is given. */
-export function ticketSystem(effectsFile?: string) {
-  const tickets: Array<{ id: string; title: string }> = [];
-  return {
-    tickets,
-    create(args: { title: string; priority?: string }) {
-      const ticket = { id: `T-${tickets.length + 1}`, title: args.title };
-      tickets.push(ticket);
-      if (effectsFile !== undefined) appendFileSync(effectsFile, `${JSON.stringify(ticket)}\n`);
-      return { ticket: ticket.id, title: ticket.title, priority: args.priority ?? 'normal' };
-    },
-  };
-}
 
 /** Opens a ticket titled with the user's words once per turn, then answers with the responses. */
 export function ticketModel(turn: ModelTurn): ScriptedReply {

@@ -7,24 +7,12 @@ import { z } from 'zod';
 import { wrapAgentTools } from '../agents.js';
 import type { Idempotency } from '../index.js';
 
+export { ticketSystem, withRetries } from '@idempotent-tools/testing';
+
 export const ticketArgs = z.object({
   title: z.string().min(1),
   priority: z.enum(['low', 'normal', 'high']).default('normal'),
 });
-
-/** A side effect that counts: in memory, and in a file when one is given. */
-export function ticketSystem(effectsFile?: string) {
-  const tickets: Array<{ id: string; title: string }> = [];
-  return {
-    tickets,
-    create(args: z.infer<typeof ticketArgs>) {
-      const ticket = { id: `T-${tickets.length + 1}`, title: args.title };
-      tickets.push(ticket);
-      if (effectsFile !== undefined) appendFileSync(effectsFile, `${JSON.stringify(ticket)}\n`);
-      return { ticket: ticket.id, title: ticket.title, priority: args.priority };
-    },
-  };
-}
 
 /** Calls create_ticket once for the user's text, then answers with the tool outputs. */
 export function ticketModel(turn: ModelTurn): ScriptedReply {
@@ -36,19 +24,6 @@ export function ticketModel(turn: ModelTurn): ScriptedReply {
 
 export function client(baseURL: string): OpenAI {
   return new OpenAI({ apiKey: 'test', baseURL, timeout: 2000, maxRetries: 2 });
-}
-
-/** The app's own retry: run the turn again from the saved history when it fails. */
-export async function withRetries<T>(attempts: number, fn: () => Promise<T>): Promise<T> {
-  let last: unknown;
-  for (let i = 0; i < attempts; i++) {
-    try {
-      return await fn();
-    } catch (error) {
-      last = error;
-    }
-  }
-  throw last;
 }
 
 /** The user message of the crash scenarios. */

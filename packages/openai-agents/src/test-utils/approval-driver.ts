@@ -5,14 +5,18 @@
  * edited, or made up) is approved or rejected and resumed in another process
  * (`approval-child.ts`) on the same SQLite store.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createMemoryStore } from '@idempotent-tools/core';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import type { ApprovalDriver, ChargeArgs, PendingApproval } from '@idempotent-tools/testing';
+import {
+  type ApprovalDriver,
+  type ChargeArgs,
+  type PendingApproval,
+  runChild,
+} from '@idempotent-tools/testing';
 import { startScriptedServer } from '@idempotent-tools/testing/openai';
 import { run } from '@openai/agents';
 import { createIdempotency } from '../index.js';
@@ -22,22 +26,8 @@ const child = fileURLToPath(new URL('./approval-child.ts', import.meta.url));
 const packageDir = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Run `approval-child.ts` with `env`; its exit code and output. */
-export function resumeInChild(
-  env: Record<string, string>,
-): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', child], {
-      cwd: packageDir,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    proc.stderr.on('data', (d) => (out += d));
-    proc.on('error', reject);
-    proc.on('close', (code) => resolve({ code, out }));
-  });
-}
+export const resumeInChild = (env: Record<string, string>) =>
+  runChild(child, { cwd: packageDir, env });
 
 /** The arguments of a charge as they sit in a serialized state (a JSON string in JSON). */
 const argsText = (args: ChargeArgs) => JSON.stringify(JSON.stringify(args)).slice(1, -1);

@@ -1,5 +1,4 @@
 /** A small tool-calling app over the real openai client, shared by the tests and the crash child. */
-import { appendFileSync } from 'node:fs';
 import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/openai';
 import OpenAI from 'openai';
 import type {
@@ -9,6 +8,8 @@ import type {
 import type { FunctionTool, ResponseInput } from 'openai/resources/responses/responses';
 import { z } from 'zod';
 import type { ToolDispatcher, TurnOptions } from '../index.js';
+
+export { ticketSystem, withRetries } from '@idempotent-tools/testing';
 
 export const ticketArgs = z.object({
   title: z.string().min(1),
@@ -35,20 +36,6 @@ export const responsesTools: FunctionTool[] = [
     strict: false,
   },
 ];
-
-/** A side effect that counts: in memory, and in a file when one is given. */
-export function ticketSystem(effectsFile?: string) {
-  const tickets: Array<{ id: string; title: string }> = [];
-  return {
-    tickets,
-    create(args: z.infer<typeof ticketArgs>) {
-      const ticket = { id: `T-${tickets.length + 1}`, title: args.title };
-      tickets.push(ticket);
-      if (effectsFile !== undefined) appendFileSync(effectsFile, `${JSON.stringify(ticket)}\n`);
-      return { ticket: ticket.id, title: ticket.title, priority: args.priority };
-    },
-  };
-}
 
 /** Calls create_ticket once for the user's text, then answers with the tool outputs. */
 export function ticketModel(turn: ModelTurn): ScriptedReply {
@@ -104,19 +91,6 @@ export async function responsesTurn(
     input.push(...calls, ...(await tools.runResponses(response, { input, ...options })));
   }
   throw new Error('too many steps');
-}
-
-/** The app's own retry: run the turn again from the saved history when it fails. */
-export async function withRetries<T>(attempts: number, fn: () => Promise<T>): Promise<T> {
-  let last: unknown;
-  for (let i = 0; i < attempts; i++) {
-    try {
-      return await fn();
-    } catch (error) {
-      last = error;
-    }
-  }
-  throw last;
 }
 
 /** The user message of the crash scenarios. */

@@ -1,0 +1,68 @@
+import { appendFileSync } from 'node:fs';
+
+/**
+ * The ticket system of the adapters' test apps: a side effect that counts, in memory
+ * (`tickets`) and, when `effectsFile` is given, one line per ticket in that file (`countEffects`).
+ */
+export function ticketSystem(effectsFile?: string) {
+  const tickets: Array<{ id: string; title: string }> = [];
+  return {
+    tickets,
+    create<P extends string = 'normal'>(args: { title: string; priority?: P }) {
+      const ticket = { id: `T-${tickets.length + 1}`, title: args.title };
+      tickets.push(ticket);
+      if (effectsFile !== undefined) appendFileSync(effectsFile, `${JSON.stringify(ticket)}\n`);
+      return { ticket: ticket.id, title: ticket.title, priority: args.priority ?? 'normal' };
+    },
+  };
+}
+
+export type TicketSystem = ReturnType<typeof ticketSystem>;
+
+/** The app's own retry: run the turn again from the saved history when it fails. */
+export async function withRetries<T>(attempts: number, fn: () => Promise<T>): Promise<T> {
+  let last: unknown;
+  for (let i = 0; i < attempts; i++) {
+    try {
+      return await fn();
+    } catch (error) {
+      last = error;
+    }
+  }
+  throw last;
+}
+
+/**
+ * The crash point of a crash child of the ticket apps (`runChild`): `onEvent` for the executor
+ * (SIGKILLs the process once `toolName`'s outcome is stored, `mode: 'after-persist'`), and
+ * `system`, the ticket vendor on `effectsFile` that SIGKILLs the process right after the effect
+ * (`mode: 'after-effect'`); `afterEffect` is that kill for a tool that calls the vendor itself.
+ */
+export function ticketCrash(options: {
+  mode: string | undefined;
+  effectsFile: string | undefined;
+  toolName?: string;
+}) {
+  const die = () => process.kill(process.pid, 'SIGKILL');
+  const toolName = options.toolName ?? 'create_ticket';
+  const afterEffect = () => {
+    if (options.mode === 'after-effect') die();
+  };
+  const inner = ticketSystem(options.effectsFile);
+  return {
+    onEvent: (event: { toolName: string; outcome: string }) => {
+      if (options.mode === 'after-persist' && event.toolName === toolName) {
+        if (event.outcome === 'executed') die();
+      }
+    },
+    afterEffect,
+    system: {
+      ...inner,
+      create<P extends string = 'normal'>(args: { title: string; priority?: P }) {
+        const result = inner.create(args);
+        afterEffect();
+        return result;
+      },
+    },
+  };
+}
