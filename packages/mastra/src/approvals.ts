@@ -88,25 +88,22 @@ export async function recordToolCallDecision(
   return handle.decide(approval, decision);
 }
 
-/** Mastra's methods that resume a suspended call. */
-type Resumer =
-  | 'approveToolCall'
-  | 'approveToolCallGenerate'
-  | 'declineToolCall'
-  | 'declineToolCallGenerate';
-type Helper<M extends Resumer> = Omit<
-  Parameters<AnyAgent[M]>[0],
-  'runId' | 'toolCallId' | 'reason'
-> &
-  ToolCallDecider;
-
-/** What each resumes the run with (its output of no structured `OUTPUT`, as Mastra's default). */
+/**
+ * Mastra's methods that resume a suspended call, and what each resumes the run with (its output
+ * of no structured `OUTPUT`, as Mastra's default).
+ */
 type Resumed = {
   approveToolCall: MastraModelOutput<undefined>;
   approveToolCallGenerate: FullOutput<undefined>;
   declineToolCall: MastraModelOutput<undefined>;
   declineToolCallGenerate: FullOutput<undefined>;
 };
+type Resumer = keyof Resumed;
+type Helper<M extends Resumer> = Omit<
+  Parameters<AnyAgent[M]>[0],
+  'runId' | 'toolCallId' | 'reason'
+> &
+  ToolCallDecider;
 
 /** Mastra's `method`, with the decision stored first (`recordToolCallDecision`). */
 const storedFirst = <M extends Resumer>(method: M, decision: 'approved' | 'rejected') =>

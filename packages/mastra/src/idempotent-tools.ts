@@ -5,7 +5,6 @@ import {
   type ToolPolicy,
 } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
-import type { RequestContext } from '@mastra/core/request-context';
 import { toStandardSchema } from '@mastra/core/schema';
 import { type Tool, type ToolExecutionContext, validateToolInput } from '@mastra/core/tools';
 import { savesEarly, transcriptOf } from './transcript.js';
@@ -84,11 +83,10 @@ async function passedApproval(
   requireApproval: unknown,
   toolName: string,
   args: unknown,
-  context: Record<string, unknown> | undefined,
+  context: Context | undefined,
 ): Promise<boolean> {
-  const agent = context?.agent as { toolCallId?: unknown } | undefined;
+  const { agent, requestContext } = context ?? {};
   if (typeof agent?.toolCallId !== 'string' || agent.toolCallId === '') return false;
-  const requestContext = context?.requestContext as RequestContext | undefined;
   const entries =
     typeof requestContext?.entries === 'function' ? [...requestContext.entries()] : [];
   const gateContext = {
