@@ -10,35 +10,6 @@ import type { Agent } from '@mastra/core/agent';
 import type { RequestContext } from '@mastra/core/request-context';
 import type { FullOutput, MastraModelOutput } from '@mastra/core/stream';
 
-const GLOBAL = '__mastra_requireToolApproval';
-
-/**
- * Whether Mastra's approval gate stood before this call (Mastra evaluates it the same way): the
- * tool's `requireApproval` (a function is asked again, with the same input and context), else
- * the run's `requireToolApproval`. Only for a call of an agent run (it has a tool-call id).
- */
-export async function passedApproval(
-  requireApproval: unknown,
-  toolName: string,
-  args: unknown,
-  context: Record<string, unknown> | undefined,
-): Promise<boolean> {
-  const agent = context?.agent as { toolCallId?: unknown } | undefined;
-  if (typeof agent?.toolCallId !== 'string' || agent.toolCallId === '') return false;
-  const requestContext = context?.requestContext as RequestContext | undefined;
-  const entries =
-    typeof requestContext?.entries === 'function' ? [...requestContext.entries()] : [];
-  const gateContext = {
-    requestContext: Object.fromEntries(entries.filter(([key]) => key !== GLOBAL)),
-    ...(context?.workspace === undefined ? {} : { workspace: context.workspace }),
-  };
-  if (typeof requireApproval === 'function' || requireApproval === true) {
-    return kit.policyAsks(requireApproval, args, gateContext);
-  }
-  const global = requestContext?.get?.(GLOBAL) as unknown;
-  return kit.policyAsks(global, { toolName, args, ...gateContext }, undefined);
-}
-
 /** An agent of `@mastra/core` (what the helpers use of it). */
 // biome-ignore lint/suspicious/noExplicitAny: an agent of any tools and output
 type AnyAgent = Agent<any, any, any, any>;
@@ -117,25 +88,22 @@ export async function recordToolCallDecision(
   return handle.decide(approval, decision);
 }
 
-/** Mastra's methods that resume a suspended call. */
-type Resumer =
-  | 'approveToolCall'
-  | 'approveToolCallGenerate'
-  | 'declineToolCall'
-  | 'declineToolCallGenerate';
-type Helper<M extends Resumer> = Omit<
-  Parameters<AnyAgent[M]>[0],
-  'runId' | 'toolCallId' | 'reason'
-> &
-  ToolCallDecider;
-
-/** What each resumes the run with (its output of no structured `OUTPUT`, as Mastra's default). */
+/**
+ * Mastra's methods that resume a suspended call, and what each resumes the run with (its output
+ * of no structured `OUTPUT`, as Mastra's default).
+ */
 type Resumed = {
   approveToolCall: MastraModelOutput<undefined>;
   approveToolCallGenerate: FullOutput<undefined>;
   declineToolCall: MastraModelOutput<undefined>;
   declineToolCallGenerate: FullOutput<undefined>;
 };
+type Resumer = keyof Resumed;
+type Helper<M extends Resumer> = Omit<
+  Parameters<AnyAgent[M]>[0],
+  'runId' | 'toolCallId' | 'reason'
+> &
+  ToolCallDecider;
 
 /** Mastra's `method`, with the decision stored first (`recordToolCallDecision`). */
 const storedFirst = <M extends Resumer>(method: M, decision: 'approved' | 'rejected') =>

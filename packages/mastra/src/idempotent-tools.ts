@@ -6,25 +6,17 @@ import {
 } from '@idempotent-tools/core';
 import * as kit from '@idempotent-tools/core/adapter-kit';
 import { toStandardSchema } from '@mastra/core/schema';
-import { type Tool, validateToolInput } from '@mastra/core/tools';
-import { passedApproval } from './approvals.js';
+import { type Tool, type ToolExecutionContext, validateToolInput } from '@mastra/core/tools';
 import { savesEarly, transcriptOf } from './transcript.js';
 
 /** A Mastra tool, as `createTool` makes it (or any `ToolAction`). */
 // biome-ignore lint/suspicious/noExplicitAny: a tool of any input, output and context types
 export type AnyTool = Tool<any, any, any, any, any, any, any>;
-type Context = Record<string, unknown> & {
-  abortSignal?: AbortSignal;
-  agent?: {
-    threadId?: string;
-    resourceId?: string;
-    messages?: unknown[];
-    resumeData?: unknown;
-    toolCallId?: string;
+/** Mastra's context of a call, with the `memory` it hands the tool (its type leaves it out). */
+type Context = Partial<ToolExecutionContext> &
+  Record<string, unknown> & {
+    memory?: { recall(args: object): Promise<{ messages: unknown[] }> };
   };
-  memory?: { recall(args: object): Promise<{ messages: unknown[] }> };
-  resumeData?: unknown;
-};
 
 /** One tool call as Mastra runs it: what `turnId`, `conversationId` and `scope` functions get. */
 export interface ToolCallInfo {
@@ -78,6 +70,34 @@ async function historyOf(context: Context): Promise<unknown[]> {
   if (context.memory === undefined || threadId === undefined) return [];
   const { resourceId } = context.agent ?? {};
   return (await context.memory.recall({ threadId, resourceId, perPage: false })).messages;
+}
+
+const GLOBAL = '__mastra_requireToolApproval';
+
+/**
+ * Whether Mastra's approval gate stood before this call (Mastra evaluates it the same way): the
+ * tool's `requireApproval` (a function is asked again, with the same input and context), else
+ * the run's `requireToolApproval`. Only for a call of an agent run (it has a tool-call id).
+ */
+async function passedApproval(
+  requireApproval: unknown,
+  toolName: string,
+  args: unknown,
+  context: Context | undefined,
+): Promise<boolean> {
+  const { agent, requestContext } = context ?? {};
+  if (typeof agent?.toolCallId !== 'string' || agent.toolCallId === '') return false;
+  const entries =
+    typeof requestContext?.entries === 'function' ? [...requestContext.entries()] : [];
+  const gateContext = {
+    requestContext: Object.fromEntries(entries.filter(([key]) => key !== GLOBAL)),
+    ...(context?.workspace === undefined ? {} : { workspace: context.workspace }),
+  };
+  if (typeof requireApproval === 'function' || requireApproval === true) {
+    return kit.policyAsks(requireApproval, args, gateContext);
+  }
+  const global = requestContext?.get?.(GLOBAL) as unknown;
+  return kit.policyAsks(global, { toolName, args, ...gateContext }, undefined);
 }
 
 /** A call's outcome as Mastra's `execute` answers it (Mastra shows a thrown error to the model). */

@@ -5,15 +5,10 @@
  * told (see the README's "What answers a turn").
  */
 import { type MessageSource, readTranscript } from '@idempotent-tools/core/adapter-kit';
+import type { MastraMessageContentV2 } from '@mastra/core/agent/message-list';
 
-/** A part of a message Mastra stored (format 2), as the reader looks at it. */
-type StoredPart = {
-  type?: unknown;
-  toolInvocation?: { state?: unknown; toolCallId?: unknown };
-};
-type StoredContent = {
-  format?: unknown;
-  parts?: StoredPart[];
+/** A message's content as Mastra stores it, its metadata as the reader looks at it. */
+type StoredContent = Partial<MastraMessageContentV2> & {
   metadata?: { pendingToolApprovals?: object; suspendedTools?: object };
 };
 
