@@ -30,6 +30,7 @@ const examples: Array<[string, string]> = [
   ['LangGraph tasks: a charge approved, resumed and retried', 'langgraph-tasks'],
   ['DBOS: a workflow killed inside its charge, recovered by a new process', 'dbos-workflow'],
   ['Restate: a service killed mid-run, retried by Restate, the refund paid once', 'restate-agent'],
+  ['Workflow SDK: a worker killed after its charge, the run resumed by another', 'workflow-agent'],
   ['Cloudflare Workers: an agent on the Durable Objects store, in workerd', 'cloudflare-agent'],
 ];
 const folderOf = (name: string) => fileURLToPath(new URL(`../../${name}/`, import.meta.url));

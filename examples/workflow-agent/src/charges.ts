@@ -130,7 +130,9 @@ export async function runCheckout(options: {
     });
     const runId = first.lines.find((line) => line.run)?.run;
     if (first.ended !== 'SIGKILL' || !runId) {
-      throw new Error(`worker 1 was to be killed mid-run, it ended ${first.ended}: ${first.stderr}`);
+      throw new Error(
+        `worker 1 was to be killed mid-run, it ended ${first.ended}: ${first.stderr}`,
+      );
     }
     log(
       `worker 1 was killed (${first.ended}) after the bank charged, before the engine recorded the step`,

@@ -16,9 +16,11 @@ const world = createLocalWorld({ dataDir: process.env.WF_DATA ?? '', recoverActi
 const lazy = (file: string) => {
   let handler: ((req: Request) => Promise<Response>) | undefined;
   return async (req: Request) => {
-    handler ??= ((await import(pathToFileURL(join(out, file)).href)) as {
-      POST: (req: Request) => Promise<Response>;
-    }).POST;
+    handler ??= (
+      (await import(pathToFileURL(join(out, file)).href)) as {
+        POST: (req: Request) => Promise<Response>;
+      }
+    ).POST;
     return handler(req);
   };
 };
