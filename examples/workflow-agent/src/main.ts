@@ -7,20 +7,22 @@ import { checkCharges, removeBuild, runCheckout } from './charges.js';
 
 const log = (line: string) => console.log(`  ${line}`);
 
-console.log('A plain "use step" (what the Workflow SDK guarantees: at-least-once):');
-const plain = await runCheckout({ plain: true, log });
-console.log(
-  `  -> the bank charged ${plain.charges.length} time(s): ${plain.charges.map((c) => c.chargeId).join(', ')}\n`,
-);
+try {
+  console.log('A plain "use step" (what the Workflow SDK guarantees: at-least-once):');
+  const plain = await runCheckout({ plain: true, log });
+  console.log(
+    `  -> the bank charged ${plain.charges.length} time(s): ${plain.charges.map((c) => c.chargeId).join(', ')}\n`,
+  );
 
-console.log('idempotentStep (the re-run step finds the stored charge):');
-const once = await runCheckout({ plain: false, log });
-console.log(
-  `  -> the bank charged ${once.charges.length} time(s): ${once.charges.map((c) => `${c.chargeId} (Idempotency-Key ${c.key})`).join(', ')}`,
-);
+  console.log('idempotentStep (the re-run step finds the stored charge):');
+  const once = await runCheckout({ plain: false, log });
+  console.log(
+    `  -> the bank charged ${once.charges.length} time(s): ${once.charges.map((c) => `${c.chargeId} (Idempotency-Key ${c.key})`).join(', ')}`,
+  );
 
-await removeBuild();
-
-const problems = checkCharges(once);
-for (const problem of problems) console.error(`FAILED: ${problem}`);
-process.exitCode = problems.length === 0 ? 0 : 1;
+  const problems = checkCharges(once);
+  for (const problem of problems) console.error(`FAILED: ${problem}`);
+  process.exitCode = problems.length === 0 ? 0 : 1;
+} finally {
+  await removeBuild(); // the bundles built into .demo-data/
+}
