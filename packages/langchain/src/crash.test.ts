@@ -1,5 +1,4 @@
 /** Case 5: a process killed mid-turn, then the turn resumed by another process on one SQLite file. */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createIdempotency } from '@idempotent-tools/core';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, runChild } from '@idempotent-tools/testing';
 import { afterAll, describe, expect, test } from 'vitest';
 import { crashAgent } from './test-utils/crash-agent.js';
 import { toolResults } from './test-utils/fixtures.js';
@@ -25,23 +24,16 @@ async function crash(mode: 'after-effect' | 'after-persist') {
     effectsFile: join(dir, `${randomUUID()}.log`),
     threadId: `thread-${randomUUID()}`,
   };
-  const proc = spawn(process.execPath, ['--import', 'tsx', child], {
+  const { signal, stderr } = await runChild(child, {
     cwd: packageDir,
     env: {
-      ...process.env,
       SQLITE_FILE: scenario.sqliteFile,
       EFFECTS_FILE: scenario.effectsFile,
       THREAD_ID: scenario.threadId,
       CRASH: mode,
       LEASE_MS: String(LEASE_MS),
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
   });
-  let stderr = '';
-  proc.stderr.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  const signal = await new Promise((resolve) => proc.on('exit', (_code, sig) => resolve(sig)));
   expect({ signal, stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
   expect(countEffects(scenario.effectsFile)).toBe(1);
   return scenario;
