@@ -4,7 +4,6 @@
  * the approved charge was stored (before the checkpoint), resumed here with the approval sent
  * again: one decision, one charge, the parallel task not re-run.
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createApprovals, createIdempotency, type IdempotencyEvent } from '@idempotent-tools/core';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, runChild } from '@idempotent-tools/testing';
 import { Command } from '@langchain/langgraph';
 import { afterAll, describe, expect, test } from 'vitest';
 import type { ApprovalRequest } from './index.js';
@@ -33,11 +32,10 @@ const scenario = () => ({
 });
 type Scenario = ReturnType<typeof scenario>;
 
-async function runChild(s: Scenario, mode: 'pause' | 'crash') {
-  const proc = spawn(process.execPath, ['--import', 'tsx', child], {
+function runApprovalChild(s: Scenario, mode: 'pause' | 'crash') {
+  return runChild(child, {
     cwd: packageDir,
     env: {
-      ...process.env,
       CHECKPOINT_FILE: s.checkpointFile,
       SQLITE_FILE: s.sqliteFile,
       CHARGES_FILE: s.chargesFile,
@@ -46,20 +44,7 @@ async function runChild(s: Scenario, mode: 'pause' | 'crash') {
       MODE: mode,
       BY: 'alice',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (chunk) => {
-    stdout += chunk;
-  });
-  proc.stderr.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
-    proc.on('exit', (c, sig) => resolve([c, sig])),
-  );
-  return { code, signal, stderr, stdout };
 }
 
 /** This process takes the thread over: the same checkpoint file and idempotency file. */
@@ -89,7 +74,7 @@ const receipt = { chargeId: 'ch_1', amount: 40 };
 describe('SqliteSaver + SQLite store, two processes', () => {
   test('paused for approval in one process, approved in another: one charge, one label', async () => {
     const s = scenario();
-    const paused = await runChild(s, 'pause');
+    const paused = await runApprovalChild(s, 'pause');
     expect({ code: paused.code, stderr: paused.stderr }).toEqual({ code: 0, stderr: '' });
     const request = JSON.parse(paused.stdout) as ApprovalRequest;
     expect(request).toMatchObject({
@@ -123,7 +108,7 @@ describe('SqliteSaver + SQLite store, two processes', () => {
 
   test('killed after the approved charge was stored, before the checkpoint: the resume replays it', async () => {
     const s = scenario();
-    const crashed = await runChild(s, 'crash');
+    const crashed = await runApprovalChild(s, 'crash');
     expect({ signal: crashed.signal, stderr: crashed.stderr }).toEqual({
       signal: 'SIGKILL',
       stderr: '',

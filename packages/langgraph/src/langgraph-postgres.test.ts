@@ -3,7 +3,6 @@
  * SQLite store: an interrupt resumed, and a process killed inside the approved charge, resumed by
  * another process.
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createIdempotency, type IdempotencyEvent } from '@idempotent-tools/core';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { countEffects, serviceAvailable } from '@idempotent-tools/testing';
+import { countEffects, runChild, serviceAvailable } from '@idempotent-tools/testing';
 import { Command } from '@langchain/langgraph';
 import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import pg from 'pg';
@@ -60,10 +59,9 @@ const scenario = () => ({
 /** Run the child until it kills itself inside the charge. */
 async function crash(mode: 'after-effect' | 'after-persist') {
   const s = scenario();
-  const proc = spawn(process.execPath, ['--import', 'tsx', child], {
+  const { signal, stderr } = await runChild(child, {
     cwd: packageDir,
     env: {
-      ...process.env,
       DATABASE_URL,
       PG_SCHEMA: schema,
       SQLITE_FILE: s.sqliteFile,
@@ -72,13 +70,7 @@ async function crash(mode: 'after-effect' | 'after-persist') {
       CRASH: mode,
       LEASE_MS: String(LEASE_MS),
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
   });
-  let stderr = '';
-  proc.stderr.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  const signal = await new Promise((resolve) => proc.on('exit', (_code, sig) => resolve(sig)));
   expect({ signal, stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
   expect(countEffects(s.effectsFile)).toBe(1);
   return s;

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +9,7 @@ import {
   type IdempotencyStore,
 } from '@idempotent-tools/core';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { countEffects, type TurnIdentityDriver } from '@idempotent-tools/testing';
+import { countEffects, runChild, type TurnIdentityDriver } from '@idempotent-tools/testing';
 import { type BaseCheckpointSaver, MemorySaver } from '@langchain/langgraph';
 import { openSqliteSaver } from './node-sqlite-saver.js';
 import { type ChatInput, chatWorkflow } from './task-chat.js';
@@ -26,16 +25,7 @@ export type TaskSaver = 'memory' | 'sqlite';
 
 /** Run one turn in another process on the same files; its refusal comes back as one. */
 async function inChild(env: Record<string, string>): Promise<void> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', child], {
-    cwd: packageDir,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  proc.stderr.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  const code = await new Promise<number | null>((resolve) => proc.on('exit', resolve));
+  const { code, stderr } = await runChild(child, { cwd: packageDir, env });
   if (code === 0) return;
   const failed = (() => {
     try {
