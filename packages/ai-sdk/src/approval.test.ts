@@ -6,12 +6,11 @@
  * edited to other arguments is refused to the app and runs nothing; the parallel tool that needed
  * no approval is not run again. Through the real generateText / streamText loop and the real @ai-sdk/openai client.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, lastJsonLine, runChild } from '@idempotent-tools/testing';
 import { type ScriptedServer, startScriptedServer } from '@idempotent-tools/testing/openai';
 import type { ModelMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -42,39 +41,25 @@ function filesFor(name: string): Files {
 }
 
 /** The request carrying `messages`, handled in a child process. */
-function inChild(files: Files, messages: ModelMessage[], name: string) {
+async function inChild(files: Files, messages: ModelMessage[], name: string) {
   const file = join(dir, `${name}.messages.json`);
   writeFileSync(file, JSON.stringify(messages));
-  return new Promise<{
+  const { code, out } = await runChild(join('src', 'test-utils', 'approval-child.ts'), {
+    cwd: packageDir,
+    env: {
+      APPROVAL_BASE_URL: server.baseURL,
+      APPROVAL_DB: files.db,
+      APPROVAL_REFUNDS: files.refunds,
+      APPROVAL_LOOKUPS: files.lookups,
+      APPROVAL_MESSAGES: file,
+    },
+  });
+  if (code !== 0) throw new Error(`child exited ${code}: ${out}`);
+  return lastJsonLine<{
     text: string;
     outputs: unknown[];
     error?: { name: string; code?: string; field?: string; message: string };
-  }>((resolve, reject) => {
-    const proc = spawn(
-      process.execPath,
-      ['--import', 'tsx', join('src', 'test-utils', 'approval-child.ts')],
-      {
-        cwd: packageDir,
-        env: {
-          ...process.env,
-          APPROVAL_BASE_URL: server.baseURL,
-          APPROVAL_DB: files.db,
-          APPROVAL_REFUNDS: files.refunds,
-          APPROVAL_LOOKUPS: files.lookups,
-          APPROVAL_MESSAGES: file,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let out = '';
-    proc.stdout.on('data', (d) => (out += d));
-    proc.stderr.on('data', (d) => (out += d));
-    proc.on('error', reject);
-    proc.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`child exited ${code}: ${out}`));
-      resolve(JSON.parse(out.trim().split('\n').at(-1) as string));
-    });
-  });
+  }>(out);
 }
 
 const user: ModelMessage = { role: 'user', content: 'Refund order 42, please.' };
