@@ -4,13 +4,12 @@
  * stored; the client's retry against the restarted server (a new process, a new session) never
  * refunds twice and never asks again for a decision that is stored.
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { countEffects } from '@idempotent-tools/testing';
+import { countEffects, runChild } from '@idempotent-tools/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPLAYED_META } from './index.js';
 import type { Answer } from './test-utils/approval-app.js';
@@ -22,35 +21,23 @@ const dir = mkdtempSync(join(tmpdir(), 'mcp-approval-crash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The host in a child process: the user answers `answers`; it SIGKILLs itself at `crash`. */
-function inChild(
+async function inChild(
   files: { dbPath: string; effectsFile: string },
   turnId: string,
   answers: Answer[],
   crash: ApprovalCrash,
 ) {
-  return new Promise<{ signal: NodeJS.Signals | null; out: string }>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join('src', 'test-utils', 'approval-child.ts')],
-      {
-        cwd: packageDir,
-        env: {
-          ...process.env,
-          APPROVAL_DB: files.dbPath,
-          APPROVAL_EFFECTS: files.effectsFile,
-          APPROVAL_TURN: turnId,
-          APPROVAL_ANSWERS: answers.join(','),
-          APPROVAL_CRASH: crash ?? '',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let out = '';
-    child.stdout.on('data', (chunk) => (out += chunk));
-    child.stderr.on('data', (chunk) => (out += chunk));
-    child.on('error', reject);
-    child.on('exit', (_code, signal) => resolve({ signal, out }));
+  const { signal, out } = await runChild(join('src', 'test-utils', 'approval-child.ts'), {
+    cwd: packageDir,
+    env: {
+      APPROVAL_DB: files.dbPath,
+      APPROVAL_EFFECTS: files.effectsFile,
+      APPROVAL_TURN: turnId,
+      APPROVAL_ANSWERS: answers.join(','),
+      APPROVAL_CRASH: crash ?? '',
+    },
   });
+  return { signal, out };
 }
 
 function files(name: string) {
