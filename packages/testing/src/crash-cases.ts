@@ -68,6 +68,11 @@ export interface CrashFiles {
   effectsFile: string;
 }
 
+/** The files of the crash case `name` in `dir` (a folder the test removes afterwards). */
+export function crashFiles(dir: string, name: string): CrashFiles {
+  return { dbPath: join(dir, `${name}.db`), effectsFile: join(dir, `${name}.effects`) };
+}
+
 /** What the resumed run of the same turn (a new process) says about the tool's call. */
 export type ResumedOutcome =
   | { replayed: true; value?: unknown }

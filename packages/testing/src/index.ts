@@ -16,6 +16,7 @@ export {
   type CrashDriver,
   type CrashFiles,
   type CrashPoint,
+  crashFiles,
   lastJsonLine,
   type ResumedOutcome,
   runChild,

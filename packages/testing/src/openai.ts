@@ -2,6 +2,14 @@
 // of the OpenAI adapters' turn identity drivers.
 export * from './servers/openai.js';
 export {
+  CRASH_PROMPT,
+  expectResumedTicket,
+  openaiClientOptions,
+  scriptedServers,
+  sendModel,
+  ticketModel,
+} from './servers/openai-tickets.js';
+export {
   type App as TicketTurnApp,
   cacheLast,
   isDeveloperError,
