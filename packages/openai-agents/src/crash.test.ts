@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { countEffects, runChild } from '@idempotent-tools/testing';
+import { countEffects, crashFiles, runChild } from '@idempotent-tools/testing';
+import { expectResumedTicket } from '@idempotent-tools/testing/openai';
 import { Agent, run, setTracingDisabled, tool } from '@openai/agents';
 import { assistantMessage, functionCall, ScriptedModel } from '@openai/agents/testing';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -17,27 +18,12 @@ const dir = mkdtempSync(join(tmpdir(), 'openai-agents-adapter-crash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 setTracingDisabled(true);
 
-type Mode = 'after-effect' | 'after-persist';
-
 const inChild = (env: Record<string, string>) => runChild(child, { cwd: packageDir, env });
-
-function files(name: string) {
-  return { db: join(dir, `${name}.db`), effects: join(dir, `${name}.effects`) };
-}
-
-/** What the resumed run's tool output must be. */
-function expectResumed(output: unknown, mode: Mode): void {
-  if (mode === 'after-persist') {
-    expect(output).toMatchObject({ ticket: 'T-1', title: CRASH_PROMPT, replayed: true });
-  } else {
-    expect(output).toMatchObject({ error: 'outcome_unknown', next: 'check-first' });
-  }
-}
 
 describe('a process killed mid-turn (SQLite store), then the turn resumed in another process', () => {
   for (const mode of ['after-effect', 'after-persist'] as const) {
     test(`@openai/agents, killed ${mode}: never a second side effect`, async () => {
-      const { db, effects } = files(`agents-${mode}`);
+      const { dbPath: db, effectsFile: effects } = crashFiles(dir, `agents-${mode}`);
       const killed = await inChild({
         CRASH_MODE: mode,
         CRASH_DB: db,
@@ -68,7 +54,7 @@ describe('a process killed mid-turn (SQLite store), then the turn resumed in ano
         output?: { text: string };
       }>;
       const result = sent.find((i) => i.type === 'function_call_result');
-      expectResumed(JSON.parse(result?.output?.text as string), mode);
+      expectResumedTicket(expect, JSON.parse(result?.output?.text as string), mode);
       expect(countEffects(effects)).toBe(1);
     });
   }

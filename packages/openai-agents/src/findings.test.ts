@@ -4,12 +4,7 @@
  * approval resumed in another process is in approval.test.ts.
  */
 import { createMemoryStore } from '@idempotent-tools/core';
-import {
-  type ModelTurn,
-  type ScriptedReply,
-  type ScriptedServer,
-  startScriptedServer,
-} from '@idempotent-tools/testing/openai';
+import { scriptedServers, sendModel } from '@idempotent-tools/testing/openai';
 import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import { afterEach, beforeAll, describe, expect, test } from 'vitest';
@@ -18,29 +13,13 @@ import { wrapAgentTools } from './agents.js';
 import { createIdempotency } from './index.js';
 
 beforeAll(() => setTracingDisabled(true));
-const servers: ScriptedServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-async function serve(respond: (turn: ModelTurn) => ScriptedReply) {
-  const server = await startScriptedServer({ respond });
-  servers.push(server);
-  return { server, openai: new OpenAI({ apiKey: 'test', baseURL: server.baseURL, maxRetries: 0 }) };
-}
+const { serve, closeAll } = scriptedServers(
+  (baseURL) => new OpenAI({ apiKey: 'test', baseURL, maxRetries: 0 }),
+);
+afterEach(closeAll);
 
 const CONFIRM = 'Yes, send it.';
 const sendArgs = z.object({ text: z.string() });
-
-/**
- * The user's words go to `send_message`, except small talk; after the output, the model asks
- * for the same call again once (a model repeating a call), then answers.
- */
-function sendModel(turn: ModelTurn, repeat = true) {
-  if (/^(Hi|Thanks|Draft)/.test(turn.userText)) return { content: 'Sure.' };
-  const call = { name: 'send_message', arguments: { text: turn.userText } };
-  if (turn.toolOutputs.length < (repeat ? 2 : 1)) return { toolCalls: [call] };
-  return { content: `Sent: ${turn.toolOutputs.join(' | ')}` };
-}
 
 describe('finding: turn 9 "Yes, send it." was replayed from turn 3 of the same conversation', () => {
   const script = [

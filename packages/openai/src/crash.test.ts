@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSqliteStore } from '@idempotent-tools/store-sqlite';
-import { countEffects, runChild } from '@idempotent-tools/testing';
-import { startScriptedServer } from '@idempotent-tools/testing/openai';
+import { countEffects, crashFiles, runChild } from '@idempotent-tools/testing';
+import { expectResumedTicket, startScriptedServer } from '@idempotent-tools/testing/openai';
 import { afterAll, describe, expect, test } from 'vitest';
 import { createIdempotency, createToolDispatcher } from './index.js';
 import {
@@ -21,27 +21,12 @@ const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'openai-adapter-crash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-type Mode = 'after-effect' | 'after-persist';
-
 const inChild = (env: Record<string, string>) => runChild(child, { cwd: packageDir, env });
-
-function files(name: string) {
-  return { db: join(dir, `${name}.db`), effects: join(dir, `${name}.effects`) };
-}
-
-/** What the resumed run's tool output must be. */
-function expectResumed(output: unknown, mode: Mode): void {
-  if (mode === 'after-persist') {
-    expect(output).toMatchObject({ ticket: 'T-1', title: CRASH_PROMPT, replayed: true });
-  } else {
-    expect(output).toMatchObject({ error: 'outcome_unknown', next: 'check-first' });
-  }
-}
 
 describe('a process killed mid-turn (SQLite store), then the turn resumed in another process', () => {
   for (const mode of ['after-effect', 'after-persist'] as const) {
     test(`Chat Completions, killed ${mode}: never a second side effect`, async () => {
-      const { db, effects } = files(`chat-${mode}`);
+      const { dbPath: db, effectsFile: effects } = crashFiles(dir, `chat-${mode}`);
       const server = await startScriptedServer({ respond: ticketModel });
       try {
         const killed = await inChild({
@@ -62,7 +47,7 @@ describe('a process killed mid-turn (SQLite store), then the turn resumed in ano
         ]);
         store.close();
         const toolMessage = messages.find((m) => m.role === 'tool');
-        expectResumed(JSON.parse(toolMessage?.content as string), mode);
+        expectResumedTicket(expect, JSON.parse(toolMessage?.content as string), mode);
         expect(countEffects(effects)).toBe(1);
       } finally {
         await server.close();

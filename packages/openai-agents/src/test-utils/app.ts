@@ -1,6 +1,10 @@
 /** A small agent app over the real openai client, shared by the tests and the child processes. */
 import { appendFileSync } from 'node:fs';
-import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/openai';
+import {
+  type ModelTurn,
+  openaiClientOptions,
+  type ScriptedReply,
+} from '@idempotent-tools/testing/openai';
 import { Agent, OpenAIResponsesModel, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import { z } from 'zod';
@@ -8,26 +12,16 @@ import { wrapAgentTools } from '../agents.js';
 import type { Idempotency } from '../index.js';
 
 export { ticketSystem, withRetries } from '@idempotent-tools/testing';
+export { CRASH_PROMPT, ticketModel } from '@idempotent-tools/testing/openai';
 
 export const ticketArgs = z.object({
   title: z.string().min(1),
   priority: z.enum(['low', 'normal', 'high']).default('normal'),
 });
 
-/** Calls create_ticket once for the user's text, then answers with the tool outputs. */
-export function ticketModel(turn: ModelTurn): ScriptedReply {
-  if (turn.toolOutputs.length === 0) {
-    return { toolCalls: [{ name: 'create_ticket', arguments: { title: turn.userText } }] };
-  }
-  return { content: `Done: ${turn.toolOutputs.join(' | ')}` };
-}
-
 export function client(baseURL: string): OpenAI {
-  return new OpenAI({ apiKey: 'test', baseURL, timeout: 2000, maxRetries: 2 });
+  return new OpenAI(openaiClientOptions(baseURL));
 }
-
-/** The user message of the crash scenarios. */
-export const CRASH_PROMPT = 'The printer is on fire';
 
 /** The approval scenario: `refund` waits for a human (needsApproval); the effect is counted in a file. */
 export function refundAgent(

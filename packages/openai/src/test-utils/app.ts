@@ -1,5 +1,5 @@
 /** A small tool-calling app over the real openai client, shared by the tests and the crash child. */
-import type { ModelTurn, ScriptedReply } from '@idempotent-tools/testing/openai';
+import { openaiClientOptions } from '@idempotent-tools/testing/openai';
 import OpenAI from 'openai';
 import type {
   ChatCompletionFunctionTool,
@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { ToolDispatcher, TurnOptions } from '../index.js';
 
 export { ticketSystem, withRetries } from '@idempotent-tools/testing';
+export { CRASH_PROMPT, ticketModel } from '@idempotent-tools/testing/openai';
 
 export const ticketArgs = z.object({
   title: z.string().min(1),
@@ -37,16 +38,8 @@ export const responsesTools: FunctionTool[] = [
   },
 ];
 
-/** Calls create_ticket once for the user's text, then answers with the tool outputs. */
-export function ticketModel(turn: ModelTurn): ScriptedReply {
-  if (turn.toolOutputs.length === 0) {
-    return { toolCalls: [{ name: 'create_ticket', arguments: { title: turn.userText } }] };
-  }
-  return { content: `Done: ${turn.toolOutputs.join(' | ')}` };
-}
-
 export function client(baseURL: string): OpenAI {
-  return new OpenAI({ apiKey: 'test', baseURL, timeout: 2000, maxRetries: 2 });
+  return new OpenAI(openaiClientOptions(baseURL));
 }
 
 /** One user turn with Chat Completions: model, tools, model, ... until a text answer. */
@@ -92,6 +85,3 @@ export async function responsesTurn(
   }
   throw new Error('too many steps');
 }
-
-/** The user message of the crash scenarios. */
-export const CRASH_PROMPT = 'The printer is on fire';
