@@ -40,7 +40,14 @@ export {
 } from './repeat-cases.js';
 export { type MissingService, SERVICE_SKIP_LOG_ENV, serviceAvailable } from './service.js';
 export { runStoreFuzz, type StoreFuzzOptions } from './store-fuzz.js';
-export { type TicketSystem, ticketCrash, ticketSystem, withRetries } from './tickets.js';
+export {
+  losingTicketSystem,
+  retryTurn,
+  type TicketSystem,
+  ticketCrash,
+  ticketSystem,
+  withRetries,
+} from './tickets.js';
 export { inWindow, TIMER_SLACK_MS, WINDOW_FACTORS, type Window, waitFor } from './timing.js';
 export {
   runTurnIdentityCases,

@@ -66,3 +66,48 @@ export function ticketCrash(options: {
     },
   };
 }
+
+/**
+ * The ticket vendor of a turn identity driver whose reply can be lost: after `loseNextReply()`,
+ * the next ticket's creation calls `cut` once (the driver makes its scripted server cut the reply
+ * of the request after the effect: a broken stream, a cut body). `tickets`: every ticket made.
+ */
+export function losingTicketSystem(cut: () => void) {
+  const inner = ticketSystem();
+  const armed = { lose: false };
+  return {
+    tickets: inner.tickets,
+    system: {
+      ...inner,
+      create<P extends string = 'normal'>(args: { title: string; priority?: P }) {
+        const out = inner.create(args);
+        if (armed.lose) {
+          armed.lose = false;
+          cut();
+        }
+        return out;
+      },
+    } satisfies TicketSystem,
+    loseNextReply: () => {
+      armed.lose = true;
+    },
+  };
+}
+
+/**
+ * The app's own retry of a turn in a turn identity driver: `run` up to three times, a failure
+ * that `isFinal` picks (the developer's error) thrown at once. `round` counts from 0.
+ */
+export async function retryTurn(
+  run: (round: number) => Promise<void>,
+  isFinal: (error: unknown) => boolean,
+): Promise<void> {
+  for (let round = 0; ; round++) {
+    try {
+      await run(round);
+      return;
+    } catch (error) {
+      if (isFinal(error) || round >= 2) throw error;
+    }
+  }
+}

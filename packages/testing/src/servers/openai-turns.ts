@@ -10,7 +10,7 @@ import {
   createMemoryStore,
   type Idempotency,
 } from '@idempotent-tools/core';
-import { ticketSystem } from '../tickets.js';
+import { losingTicketSystem, retryTurn, type TicketSystem } from '../tickets.js';
 import type {
   SayOptions,
   TurnIdentityConversation,
@@ -51,7 +51,7 @@ export interface App<C> {
   server: ScriptedServer;
   openai: C;
   idempotency: Idempotency;
-  system: ReturnType<typeof ticketSystem>;
+  system: TicketSystem;
   /** The scripted model repeats its call once in the next step. */
   repeat: boolean;
   /** How many function calls the scripted model emitted. */
@@ -137,26 +137,13 @@ export function openaiTurnDriver<C>(
         return { toolCalls: [{ name: 'create_ticket', arguments: { title: turn.userText } }] };
       },
     });
-    const armed = { lose: false };
-    const system = ticketSystem();
+    const vendor = losingTicketSystem(() => server.inject('truncate'));
     Object.assign(app, {
       server,
       openai: client(server.baseURL),
       idempotency: createIdempotency({ store: createMemoryStore() }),
-      system: {
-        ...system,
-        create<P extends string = 'normal'>(args: { title: string; priority?: P }) {
-          const out = system.create(args);
-          if (armed.lose) {
-            armed.lose = false;
-            server.inject('truncate');
-          }
-          return out;
-        },
-      },
-      loseNextReply: () => {
-        armed.lose = true;
-      },
+      system: vendor.system,
+      loseNextReply: vendor.loseNextReply,
     });
     return {
       conversation(id, options = {}): TurnIdentityConversation {
@@ -177,14 +164,10 @@ export function openaiTurnDriver<C>(
           app.repeat = attempt.mode === 'repeat';
           const emitted = app.emitted;
           try {
-            for (let round = 0; ; round++) {
-              try {
-                await say({ ...attempt, resend: attempt.resend || round > 0 });
-                break;
-              } catch (error) {
-                if (isDeveloperError(error) || round >= 2) throw error;
-              }
-            }
+            await retryTurn(
+              (round) => say({ ...attempt, resend: attempt.resend || round > 0 }),
+              isDeveloperError,
+            );
             // The case is what it says: the model did repeat its call.
             if (attempt.mode === 'repeat' && app.emitted - emitted < 2) {
               throw new Error('the scripted model did not repeat its call');
@@ -207,7 +190,7 @@ export function openaiTurnDriver<C>(
           sayAnsweredByTool: (text) => turn(fresh(text, undefined, 'tool')),
         };
       },
-      effects: () => system.tickets.length,
+      effects: () => vendor.tickets.length,
       close: () => server.close(),
     };
   };
