@@ -5,11 +5,13 @@
  */
 import type { MessageParam } from '@anthropic-ai/sdk/resources/messages';
 import { createMemoryStore } from '@idempotent-tools/core';
-import type {
-  SayOptions,
-  TurnIdentityCaseOptions,
-  TurnIdentityConversation,
-  TurnIdentityDriver,
+import {
+  losingTicketSystem,
+  retryTurn,
+  type SayOptions,
+  type TurnIdentityCaseOptions,
+  type TurnIdentityConversation,
+  type TurnIdentityDriver,
 } from '@idempotent-tools/testing';
 import { startScriptedServer } from '@idempotent-tools/testing/anthropic';
 import {
@@ -26,7 +28,6 @@ import {
   type TicketSystem,
   ticketArgs,
   ticketModel,
-  ticketSystem,
   ticketTool,
   userMessage,
 } from './app.js';
@@ -59,20 +60,9 @@ export function createDriver(surface: Surface, stream: boolean) {
     });
     const anthropic = client(server.baseURL);
     const idempotency = createIdempotency({ store: createMemoryStore() });
-    const vendor = ticketSystem();
-    const armed = { lose: false };
     // The reply of the request after the effect is cut (a broken stream, a cut body).
-    const system: TicketSystem = {
-      ...vendor,
-      create(args) {
-        const out = vendor.create(args);
-        if (armed.lose) {
-          armed.lose = false;
-          server.inject('truncate');
-        }
-        return out;
-      },
-    };
+    const vendor = losingTicketSystem(() => server.inject('truncate'));
+    const system: TicketSystem = vendor.system;
     return {
       ...supports,
       conversation(id, options): TurnIdentityConversation {
@@ -128,18 +118,16 @@ export function createDriver(surface: Surface, stream: boolean) {
           const prompt = o.system ?? (o.resend ? last.system : 'You open tickets.');
           last = { text, system: prompt };
           if (!o.resend) before = history;
-          if (o.lose) armed.lose = true;
+          if (o.lose) vendor.loseNextReply();
           model.repeat = o.repeat === true;
           const sent = [...before, userMessage(text, o.shape, o.providerOptions === true)];
           // The app's own retry: the same history and user message again, after a failure.
-          for (let attempt = 0; ; attempt++) {
-            try {
+          await retryTurn(
+            async () => {
               history = (await turn(sent, { ...o, system: prompt })).messages;
-              return;
-            } catch (error) {
-              if (ConfigurationError.isInstance(error) || attempt >= 2) throw error;
-            }
-          }
+            },
+            (error) => ConfigurationError.isInstance(error),
+          );
         };
         return {
           say: (text, o) => say(text, o),

@@ -5,11 +5,13 @@
  */
 import type { Content } from '@google/genai';
 import { createMemoryStore } from '@idempotent-tools/core';
-import type {
-  SayOptions,
-  TurnIdentityCaseOptions,
-  TurnIdentityConversation,
-  TurnIdentityDriver,
+import {
+  losingTicketSystem,
+  retryTurn,
+  type SayOptions,
+  type TurnIdentityCaseOptions,
+  type TurnIdentityConversation,
+  type TurnIdentityDriver,
 } from '@idempotent-tools/testing';
 import { startScriptedServer } from '@idempotent-tools/testing/gemini';
 import {
@@ -29,7 +31,7 @@ import {
   ticketCallable,
   ticketDeclaration,
   ticketModel,
-  ticketSystem,
+  type ticketSystem,
 } from './app.js';
 
 export type Wrapping = 'functions' | 'callable';
@@ -87,19 +89,9 @@ export function driver(surface: Surface, wrapping: Wrapping = 'functions') {
     });
     const ai = client(server.baseUrl);
     const idempotency = createIdempotency({ store: createMemoryStore() });
-    const armed = { lose: false };
-    const inner = ticketSystem();
-    const system = {
-      ...inner,
-      create(args: { title: string; priority?: string }) {
-        const out = inner.create(args);
-        if (armed.lose) {
-          armed.lose = false;
-          server.inject('truncate'); // the reply to the next request (the function response) is cut
-        }
-        return out;
-      },
-    };
+    // The reply to the next request (the function response) is cut.
+    const vendor = losingTicketSystem(() => server.inject('truncate'));
+    const system = vendor.system;
     const fns = await ticketFunctions(idempotency, system, wrapping);
     return {
       ...supportsOf(surface),
@@ -119,10 +111,10 @@ export function driver(surface: Surface, wrapping: Wrapping = 'functions') {
           const sys = o.system ?? (o.resend ? last.system : 'You open tickets.');
           const before = o.resend ? last.before : history;
           last = { before, text, system: sys };
-          if (o.lose) armed.lose = true;
+          if (o.lose) vendor.loseNextReply();
           model.repeat = o.repeat === true;
-          for (let attempt = 0; ; attempt++) {
-            try {
+          await retryTurn(
+            async () => {
               history = await runTurn(ai, mine, surface, {
                 history: before,
                 text,
@@ -131,11 +123,9 @@ export function driver(surface: Surface, wrapping: Wrapping = 'functions') {
                 shape: o.shape as Shape | undefined,
                 answeredByTool: o.answeredByTool,
               });
-              return;
-            } catch (error) {
-              if (ConfigurationError.isInstance(error) || attempt >= 2) throw error;
-            }
-          }
+            },
+            (error) => ConfigurationError.isInstance(error),
+          );
         };
         return {
           say: (text, o) => turn(text, { ...o }),
@@ -145,7 +135,7 @@ export function driver(surface: Surface, wrapping: Wrapping = 'functions') {
           sayAnsweredByTool: (text) => turn(text, { answeredByTool: true }),
         };
       },
-      effects: () => inner.tickets.length,
+      effects: () => vendor.tickets.length,
       close: () => server.close(),
     };
   };
