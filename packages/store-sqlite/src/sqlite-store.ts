@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import {
-  type CheckedListFilter,
   type ClaimInput,
   type ClaimResult,
   type CompleteInput,
@@ -38,7 +37,6 @@ import {
   isBusy,
   type SqliteDatabaseLike,
   type SqliteDriverName,
-  type SqlValue,
   type Statement,
   sqliteCode,
   toDriver,
